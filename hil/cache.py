@@ -1,0 +1,235 @@
+"""Content-addressed artifact store: one folder per export key.
+
+    <root>/artifacts/<key>/model.pte        the program
+    <root>/artifacts/<key>/artifact.json    its sha256, size, recipe facts, tool versions
+    <root>/artifacts/<key>/*                recipe side files (Vela summary, quantized reference)
+
+Entries are built in a private folder and renamed into place, so a crash never leaves half an
+entry; a file lock keeps two processes (xdist workers) from exporting the same key twice. An
+entry whose .pte no longer matches its recorded sha256 is reported, removed and rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from hil.errors import CacheError, ExportError
+from hil.recipes.base import ExportProduct
+
+PTE_NAME = "model.pte"
+META_NAME = "artifact.json"
+QREF_NAME = "quantized_reference.npz"
+FORMAT = 1
+
+log = logging.getLogger("hil.cache")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A verified .pte in the store, with what its recipe recorded about it."""
+
+    key: str
+    folder: Path
+    sha256: str
+    size: int
+    recipe: str
+    numerics: str
+    output_scales: tuple[float | None, ...]
+    details: Mapping[str, Any]
+    export_seconds: float
+    exported_now: bool = False  # built in this process (a cold export)
+    rebuilt_because: str | None = None  # set when a corrupt entry was replaced
+    meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def pte_path(self) -> Path:
+        return self.folder / PTE_NAME
+
+    def quantized_reference(self) -> tuple[np.ndarray, ...] | None:
+        path = self.folder / QREF_NAME
+        if not path.exists():
+            return None
+        with np.load(path) as data:
+            return tuple(data[f"out{i}"] for i in range(len(data.files)))
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class ArtifactCache:
+    """Get-or-build of export products by key."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._verified: dict[str, Artifact] = {}
+
+    def _entry(self, key: str) -> Path:
+        return self.root / "artifacts" / key
+
+    @contextlib.contextmanager
+    def _locked(self, key: str) -> Iterator[None]:
+        locks = self.root / "locks"
+        try:
+            locks.mkdir(parents=True, exist_ok=True)
+            handle = (locks / f"{key}.lock").open("w")
+        except OSError as e:
+            raise CacheError(
+                f"cannot write to the artifact cache at {self.root}: {e.strerror}",
+                fix="point --hil-cache-dir (or HIL_CACHE_DIR) at a writable folder",
+            ) from e
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def lookup(self, key: str) -> tuple[Artifact | None, str | None]:
+        """The verified entry for `key`, or None and why it is unusable (None if simply absent)."""
+        if key in self._verified:
+            return self._verified[key], None
+        folder = self._entry(key)
+        if not folder.exists():
+            return None, None
+        try:
+            meta = json.loads((folder / META_NAME).read_text())
+            pte = folder / PTE_NAME
+            size = pte.stat().st_size
+        except (OSError, ValueError) as e:
+            return None, f"entry {folder} is unreadable ({e})"
+        if meta.get("format") != FORMAT:
+            return None, f"entry {folder} has format {meta.get('format')}, expected {FORMAT}"
+        if size != meta["size"]:
+            return None, f"{pte} is {size} bytes, recorded {meta['size']} (truncated or replaced)"
+        if _sha256_file(pte) != meta["sha256"]:
+            return None, f"{pte} does not match its recorded sha256 (corrupted)"
+        artifact = Artifact(
+            key=key,
+            folder=folder,
+            sha256=meta["sha256"],
+            size=size,
+            recipe=meta["recipe"],
+            numerics=meta["numerics"],
+            output_scales=tuple(meta["output_scales"]),
+            details=MappingProxyType(meta["details"]),
+            export_seconds=meta["export_seconds"],
+            meta=MappingProxyType(meta),
+        )
+        self._verified[key] = artifact
+        return artifact, None
+
+    def get_or_build(
+        self,
+        key: str,
+        material: Mapping[str, Any],
+        build: Callable[[Path], ExportProduct],
+        *,
+        recipe: str,
+        numerics: str,
+    ) -> Artifact:
+        """Return the entry for `key`, exporting with `build(workdir)` when it is absent or bad."""
+        artifact, _ = self.lookup(key)
+        if artifact is not None:
+            return artifact
+        with self._locked(key):
+            artifact, problem = self.lookup(key)  # another process may have built it meanwhile
+            if artifact is not None:
+                return artifact
+            self._raise_known_failure(key)
+            if problem:
+                log.warning("artifact cache: %s; rebuilding", problem)
+                shutil.rmtree(self._entry(key), ignore_errors=True)
+            try:
+                return self._build(key, material, build, recipe, numerics, problem)
+            except ExportError as e:
+                self._remember_failure(key, e)
+                raise
+
+    def _failure_file(self, key: str) -> Path:
+        return self.root / "failures" / f"{key}.json"
+
+    def _remember_failure(self, key: str, error: ExportError) -> None:
+        """Keep an export failure, so a warm run reports it again without re-exporting."""
+        path = self._failure_file(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"message": error.message, "fix": error.fix}))
+
+    def _raise_known_failure(self, key: str) -> None:
+        path = self._failure_file(key)
+        if not path.exists():
+            return
+        try:
+            known = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            return
+        raise ExportError(
+            f"{known['message']}\n  (remembered from an earlier export of this exact model and "
+            f"recipe; delete {path} to try again)",
+            fix=known.get("fix"),
+        )
+
+    def _build(
+        self,
+        key: str,
+        material: Mapping[str, Any],
+        build: Callable[[Path], ExportProduct],
+        recipe: str,
+        numerics: str,
+        problem: str | None,
+    ) -> Artifact:
+        (self.root / "artifacts").mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=self.root / "artifacts"))
+        try:
+            started = time.perf_counter()
+            product = build(workdir)
+            seconds = time.perf_counter() - started
+            (workdir / PTE_NAME).write_bytes(product.pte)
+            if product.quantized_reference is not None:
+                np.savez(
+                    workdir / QREF_NAME,
+                    **{f"out{i}": a for i, a in enumerate(product.quantized_reference)},
+                )
+            meta = {
+                "format": FORMAT,
+                "key": key,
+                "sha256": hashlib.sha256(product.pte).hexdigest(),
+                "size": len(product.pte),
+                "recipe": recipe,
+                "numerics": numerics,
+                "output_scales": list(product.output_scales),
+                "details": dict(product.details),
+                "export_seconds": round(seconds, 3),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "material": dict(material),
+            }
+            (workdir / META_NAME).write_text(json.dumps(meta, indent=2, default=str))
+            os.replace(workdir, self._entry(key))
+        except OSError as e:
+            raise CacheError(f"cannot store artifact {key[:12]} under {self.root}: {e}") from e
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        artifact, bad = self.lookup(key)
+        if artifact is None:
+            raise CacheError(f"artifact {key[:12]} vanished right after it was written: {bad}")
+        return replace(artifact, exported_now=True, rebuilt_because=problem)

@@ -1,0 +1,136 @@
+"""Suite cases: a model or operator, its reference inputs, and what it must meet.
+
+A Case holds factories, not tensors, so a table of a hundred cases costs nothing to collect;
+`build()` makes the module and inputs once per process when a case actually runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import torch
+
+from hil.compare import ToleranceOverride
+from hil.devices import TimingPolicy
+from hil.errors import CaseError
+
+Inputs = tuple[torch.Tensor, ...]
+
+
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Case:
+    """One thing to test on a target.
+
+    `budget_ms` maps "target/recipe", "target", "*/recipe" or "*" to a latency budget in ms
+    ("*" entries are for the reference machine and get each device's scale).
+    `xfail` maps the same kind of keys to the reason the combination is expected to fail.
+    """
+
+    name: str
+    model: Callable[[], torch.nn.Module]
+    inputs: Callable[[], Inputs]
+    calibration: Callable[[], Sequence[Inputs]] | None = None
+    labels: Callable[[], torch.Tensor] | None = None
+    classifier: bool = False
+    max_accuracy_drop: float | None = None
+    budget_ms: Mapping[str, float] = field(default_factory=_empty)
+    tolerance: ToleranceOverride | None = None
+    recipes: frozenset[str] | None = None
+    targets: frozenset[str] | None = None
+    xfail: Mapping[str, str] = field(default_factory=_empty)
+    timing: TimingPolicy | None = None
+    tags: frozenset[str] = frozenset()
+
+    def applies_to(self, target: str, recipe: str) -> bool:
+        if self.targets is not None and target not in self.targets:
+            return False
+        return self.recipes is None or recipe in self.recipes
+
+    def xfail_reason(self, target: str, recipe: str) -> str | None:
+        for key in (f"{target}/{recipe}", target, f"*/{recipe}", recipe):
+            if key in self.xfail:
+                return self.xfail[key]
+        return None
+
+    def build(self) -> BuiltCase:
+        """Instantiate the model and inputs; any failure is a CaseError naming the case."""
+        try:
+            module = self.model().eval()
+            inputs = _as_inputs(self.inputs())
+            calibration = [_as_inputs(c) for c in self.calibration()] if self.calibration else []
+            labels = self.labels() if self.labels else None
+        except CaseError:
+            raise
+        except Exception as e:
+            raise CaseError(
+                f"case {self.name!r} could not be built: {type(e).__name__}: {e}",
+                fix="fix the case's model or input factory in its suite",
+            ) from e
+        if self.max_accuracy_drop is not None and labels is None:
+            raise CaseError(f"case {self.name!r} sets max_accuracy_drop but has no labels")
+        return BuiltCase(self, module, inputs, calibration, labels)
+
+
+@dataclass(frozen=True)
+class BuiltCase:
+    case: Case
+    module: torch.nn.Module
+    inputs: Inputs
+    calibration: list[Inputs]
+    labels: torch.Tensor | None
+
+    def calibration_or_default(self) -> list[Inputs]:
+        """The case's calibration set, or the reference inputs plus seeded variations of them."""
+        if self.calibration:
+            return self.calibration
+        generator = torch.Generator().manual_seed(0)
+        samples = [self.inputs]
+        for _ in range(7):
+            samples.append(tuple(_like(t, generator) for t in self.inputs))
+        return samples
+
+
+def _like(tensor: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A seeded sample with the tensor's shape, dtype and rough value range."""
+    if tensor.dtype.is_floating_point:
+        spread = tensor.std() if tensor.numel() > 1 else torch.tensor(1.0)
+        noise = torch.randn(tensor.shape, generator=generator, dtype=tensor.dtype)
+        return tensor.mean() + noise * spread
+    if tensor.dtype == torch.bool:
+        return torch.rand(tensor.shape, generator=generator) > 0.5
+    low, high = int(tensor.min()), int(tensor.max()) + 1
+    return torch.randint(low, high, tensor.shape, generator=generator, dtype=tensor.dtype)
+
+
+def _as_inputs(value: Any) -> Inputs:
+    if isinstance(value, torch.Tensor):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or not value:
+        raise CaseError(f"inputs must be a tensor or a non-empty tuple of tensors, got {type(value).__name__}")
+    for i, item in enumerate(value):
+        if not isinstance(item, torch.Tensor):
+            raise CaseError(f"input {i} must be a torch.Tensor, got {type(item).__name__}")
+    return tuple(value)
+
+
+def seeded(*shapes: tuple[int, ...], seed: int = 0, dtype: torch.dtype = torch.float32) -> Callable[[], Inputs]:
+    """A factory of reproducible normal-distributed inputs of the given shapes."""
+
+    def make() -> Inputs:
+        generator = torch.Generator().manual_seed(seed)
+        return tuple(torch.randn(s, generator=generator, dtype=dtype) for s in shapes)
+
+    return make
+
+
+def case_from_module(name: str, module: torch.nn.Module, inputs: Sequence[torch.Tensor] | torch.Tensor, **options: Any) -> Case:
+    """A Case around an already-built module and inputs (the library API's entry)."""
+    frozen = _as_inputs(inputs if isinstance(inputs, torch.Tensor) else tuple(inputs))
+    return Case(name=name, model=lambda: module, inputs=lambda: frozen, **options)

@@ -1,0 +1,305 @@
+"""Device specs: `devices/*.yaml` -> frozen, typed `DeviceSpec` objects.
+
+A device file says what a target is (its kind), which recipes lower models for it, how its
+latency is measured and budgeted, its memory limits, and how to reach it. Parsing happens at
+the boundary: a malformed file raises DeviceSpecError naming the file, the key and what was
+expected, so nothing downstream ever sees a half-valid spec.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from hil.errors import DeviceSpecError, UsageError
+
+TARGET_KINDS = ("host", "ethos_u_ref", "cortex_m_ref", "serial", "ssh", "fvp")
+TIMING_KINDS = ("measured", "estimated", "emulated")
+STATISTICS = ("median", "p90")
+
+
+@dataclass(frozen=True)
+class RecipeSpec:
+    """One way of lowering a model for this device: a recipe name plus its options."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """How many runs make a latency measurement: warm-up, then repeat until both minimums hold."""
+
+    warmup: int = 2
+    min_runs: int = 5
+    min_time_s: float = 0.2
+    max_runs: int = 1000
+    max_time_s: float = 3.0
+
+
+@dataclass(frozen=True)
+class LatencySpec:
+    """What the device's timings mean and which budget applies when a case names none."""
+
+    timing: str = "measured"
+    scale: float = 1.0
+    budget_ms: float | None = None
+    statistic: str = "median"
+    policy: TimingPolicy = TimingPolicy()
+
+
+@dataclass(frozen=True)
+class MemorySpec:
+    """Memory limits of the device; None means unlimited."""
+
+    pte_max_bytes: int | None = None
+    sram_max_bytes: int | None = None
+    flash_max_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A target as described by its device file."""
+
+    name: str
+    kind: str
+    description: str
+    recipes: tuple[RecipeSpec, ...]
+    latency: LatencySpec
+    memory: MemorySpec
+    connection: Mapping[str, Any]
+    source: Path
+
+    def recipe(self, name: str) -> RecipeSpec:
+        for spec in self.recipes:
+            if spec.name == name:
+                return spec
+        valid = ", ".join(r.name for r in self.recipes)
+        raise UsageError(f"target {self.name!r} has no recipe {name!r}; it has: {valid}")
+
+    @property
+    def recipe_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.recipes)
+
+
+class _Reader:
+    """Typed access to one YAML mapping, with errors that name the file and the key path."""
+
+    def __init__(self, data: Any, source: Path, path: str = "") -> None:
+        self.source = source
+        self.path = path
+        if not isinstance(data, Mapping):
+            self.fail(path or "<top level>", "a mapping of keys to values", data)
+        self.data: Mapping[str, Any] = data
+
+    def fail(self, key: str, expected: str, got: Any) -> None:
+        raise DeviceSpecError(
+            f"{self.source}: key {key!r} must be {expected}, got {got!r}",
+            fix=f"edit {self.source.name}; see devices/README.md for the keys a device file takes",
+        )
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def get(self, name: str, kind: type | tuple[type, ...], default: Any = ..., expected: str = "") -> Any:
+        if name not in self.data or self.data[name] is None:
+            if default is ...:
+                self.fail(self.key(name), expected or _describe(kind), "nothing")
+            return default
+        value = self.data[name]
+        # bool is an int in Python; a device file saying `warmup: true` is a mistake.
+        if isinstance(value, bool) and bool not in _as_tuple(kind):
+            self.fail(self.key(name), expected or _describe(kind), value)
+        if not isinstance(value, kind):
+            self.fail(self.key(name), expected or _describe(kind), value)
+        return value
+
+    def choice(self, name: str, choices: tuple[str, ...], default: str) -> str:
+        value = self.get(name, str, default)
+        if value not in choices:
+            self.fail(self.key(name), "one of " + ", ".join(choices), value)
+        return str(value)
+
+    def positive(self, name: str, default: float | None, integer: bool = False) -> Any:
+        kind: tuple[type, ...] = (int,) if integer else (int, float)
+        expected = "a positive integer" if integer else "a positive number"
+        value = self.get(name, kind, default, expected)
+        if value is not None and value <= 0:
+            self.fail(self.key(name), expected, value)
+        return value
+
+    def section(self, name: str) -> _Reader:
+        return _Reader(self.get(name, Mapping, {}), self.source, self.key(name))
+
+    def reject_unknown(self, known: tuple[str, ...]) -> None:
+        for key in self.data:
+            if key not in known:
+                self.fail(self.key(str(key)), "one of the known keys (" + ", ".join(known) + ")", key)
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _describe(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", Mapping: "a mapping", list: "a list"}
+    return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _parse_recipes(reader: _Reader) -> tuple[RecipeSpec, ...]:
+    raw = reader.get("recipes", list, expected="a list of recipe names or {name, options} mappings")
+    if not raw:
+        reader.fail("recipes", "a non-empty list of recipes", raw)
+    specs = []
+    for index, item in enumerate(raw):
+        key = f"recipes[{index}]"
+        if isinstance(item, str):
+            specs.append(RecipeSpec(item))
+            continue
+        entry = _Reader(item, reader.source, key)
+        entry.reject_unknown(("name", "options"))
+        specs.append(RecipeSpec(entry.get("name", str), _freeze(entry.get("options", Mapping, {}))))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        reader.fail("recipes", "a list without repeated names", names)
+    return tuple(specs)
+
+
+def _parse_latency(reader: _Reader) -> LatencySpec:
+    section = reader.section("latency")
+    section.reject_unknown(
+        ("timing", "scale", "budget_ms", "statistic", "warmup", "min_runs", "min_time_s",
+         "max_runs", "max_time_s")
+    )
+    defaults = TimingPolicy()
+    warmup = section.get("warmup", int, defaults.warmup, "a non-negative integer")
+    if warmup < 0:
+        section.fail(section.key("warmup"), "a non-negative integer", warmup)
+    policy = TimingPolicy(
+        warmup=warmup,
+        min_runs=section.positive("min_runs", defaults.min_runs, integer=True),
+        min_time_s=float(section.positive("min_time_s", defaults.min_time_s)),
+        max_runs=section.positive("max_runs", defaults.max_runs, integer=True),
+        max_time_s=float(section.positive("max_time_s", defaults.max_time_s)),
+    )
+    if policy.max_runs < policy.min_runs:
+        section.fail(section.key("max_runs"), f"at least min_runs ({policy.min_runs})", policy.max_runs)
+    budget = section.positive("budget_ms", None)
+    return LatencySpec(
+        timing=section.choice("timing", TIMING_KINDS, "measured"),
+        scale=float(section.positive("scale", 1.0)),
+        budget_ms=None if budget is None else float(budget),
+        statistic=section.choice("statistic", STATISTICS, "median"),
+        policy=policy,
+    )
+
+
+def _parse_memory(reader: _Reader) -> MemorySpec:
+    section = reader.section("memory")
+    section.reject_unknown(("pte_max_bytes", "sram_max_bytes", "flash_max_bytes"))
+    return MemorySpec(
+        pte_max_bytes=section.positive("pte_max_bytes", None, integer=True),
+        sram_max_bytes=section.positive("sram_max_bytes", None, integer=True),
+        flash_max_bytes=section.positive("flash_max_bytes", None, integer=True),
+    )
+
+
+def parse_device(data: Any, source: Path) -> DeviceSpec:
+    """Validate one device file's content; raise DeviceSpecError naming the first problem."""
+    reader = _Reader(data, source)
+    reader.reject_unknown(("name", "kind", "description", "recipes", "latency", "memory", "connection"))
+    name = reader.get("name", str)
+    if name != source.stem:
+        reader.fail("name", f"the file's own name ({source.stem!r})", name)
+    return DeviceSpec(
+        name=name,
+        kind=reader.choice("kind", TARGET_KINDS, "host"),
+        description=reader.get("description", str, ""),
+        recipes=_parse_recipes(reader),
+        latency=_parse_latency(reader),
+        memory=_parse_memory(reader),
+        connection=_freeze(reader.get("connection", Mapping, {})),
+        source=source,
+    )
+
+
+def load_device(path: Path) -> DeviceSpec:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise DeviceSpecError(f"cannot read device file {path}: {e.strerror}") from e
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise DeviceSpecError(
+            f"{path}: not valid YAML: {e}", fix=f"fix the YAML syntax in {path.name}"
+        ) from e
+    return parse_device(data, path)
+
+
+class DeviceRegistry:
+    """The device specs found in a set of folders; later folders override earlier ones by name."""
+
+    def __init__(self, specs: Mapping[str, DeviceSpec]) -> None:
+        self._specs = dict(specs)
+
+    @classmethod
+    def from_dirs(cls, dirs: list[Path]) -> DeviceRegistry:
+        specs: dict[str, DeviceSpec] = {}
+        for folder in dirs:
+            for path in sorted(folder.glob("*.yaml")):
+                spec = load_device(path)
+                specs[spec.name] = spec
+        return cls(specs)
+
+    def __iter__(self) -> Iterator[DeviceSpec]:
+        return iter(sorted(self._specs.values(), key=lambda s: s.name))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def get(self, name: str) -> DeviceSpec:
+        try:
+            return self._specs[name]
+        except KeyError:
+            valid = ", ".join(self.names) or "(none: no device files were found)"
+            raise UsageError(
+                f"unknown target {name!r}; valid targets: {valid}",
+                fix="pick one of the valid names, or add devices/" + name + ".yaml",
+            ) from None
+
+
+def default_device_dirs(start: Path | None = None) -> list[Path]:
+    """Where device files live: the project's devices/ (found upward from `start`), then $HIL_DEVICES."""
+    dirs: list[Path] = []
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "devices").is_dir() and any((folder / "devices").glob("*.yaml")):
+            dirs.append(folder / "devices")
+            break
+    else:
+        bundled = Path(__file__).resolve().parent.parent / "devices"
+        if bundled.is_dir():
+            dirs.append(bundled)
+    for extra in os.environ.get("HIL_DEVICES", "").split(os.pathsep):
+        if extra:
+            dirs.append(Path(extra))
+    return dirs

@@ -1,0 +1,118 @@
+"""Content fingerprints: what makes two exports the same export.
+
+A model's fingerprint covers its code (the source of every module class it is made of and any
+function it holds), its configuration (every plain attribute such as stride or dim) and its
+weights and buffers (their bytes). Two modules with equal fingerprints lower to the same .pte.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import inspect
+import json
+import types
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def _hash_code(code: types.CodeType, digest: Any) -> None:
+    digest.update(code.co_code)
+    digest.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _hash_code(const, digest)
+        else:
+            digest.update(repr(const).encode())
+
+
+@functools.lru_cache(maxsize=512)
+def _class_source_hash(cls: type) -> str:
+    try:
+        text = inspect.getsource(cls)
+    except (OSError, TypeError):
+        text = f"{cls.__module__}.{cls.__qualname__}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _attribute_token(value: Any, digest: Any) -> bool:
+    """Feed a plain attribute into the digest; False when the value is not configuration."""
+    if isinstance(value, _PLAIN) or isinstance(value, torch.dtype):
+        digest.update(repr(value).encode())
+        return True
+    if isinstance(value, (tuple, list)) and all(isinstance(v, _PLAIN) for v in value):
+        digest.update(repr(tuple(value)).encode())
+        return True
+    if isinstance(value, types.FunctionType):
+        _hash_code(value.__code__, digest)
+        for cell in value.__closure__ or ():
+            try:
+                _attribute_token(cell.cell_contents, digest)
+            except ValueError:  # an empty cell
+                pass
+        return True
+    return False
+
+
+def model_fingerprint(module: torch.nn.Module) -> str:
+    """sha256 over the module tree's code, configuration and tensor bytes."""
+    digest = hashlib.sha256()
+    for name, sub in module.named_modules():
+        digest.update(f"module {name} {type(sub).__module__}.{type(sub).__qualname__}".encode())
+        digest.update(_class_source_hash(type(sub)).encode())
+        for attr, value in sorted(vars(sub).items()):
+            if attr.startswith("_") or attr == "training":
+                continue
+            digest.update(attr.encode())
+            _attribute_token(value, digest)
+    tensors = dict(module.state_dict(keep_vars=False))
+    for name, buffer in module.named_buffers():
+        tensors.setdefault(name, buffer)
+    for name in sorted(tensors):
+        tensor_fingerprint(tensors[name], digest, label=name)
+    return digest.hexdigest()
+
+
+def tensor_fingerprint(tensor: torch.Tensor, digest: Any | None = None, label: str = "") -> str:
+    """sha256 of a tensor's dtype, shape and bytes (optionally folded into another digest)."""
+    own = digest if digest is not None else hashlib.sha256()
+    data = tensor.detach().contiguous().cpu()
+    own.update(f"{label}:{data.dtype}:{tuple(data.shape)}".encode())
+    if data.numel():
+        own.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return str(own.hexdigest())
+
+
+def tensors_fingerprint(tensors: Iterable[torch.Tensor]) -> str:
+    digest = hashlib.sha256()
+    for i, tensor in enumerate(tensors):
+        tensor_fingerprint(tensor, digest, label=str(i))
+    return digest.hexdigest()
+
+
+def input_spec(inputs: Iterable[torch.Tensor]) -> list[str]:
+    """Shapes and dtypes only: what the exported program's signature depends on."""
+    return [f"{tuple(t.shape)}:{t.dtype}" for t in inputs]
+
+
+@functools.lru_cache(maxsize=1)
+def tool_versions() -> Mapping[str, str]:
+    """Versions of the tools that shape an export; part of every cache key and every report."""
+    versions = {"torch": torch.__version__}
+    for dist in ("executorch", "ethos-u-vela", "tosa-tools", "torchao"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = "absent"
+    return types.MappingProxyType(versions)
+
+
+def digest_of(material: Mapping[str, Any]) -> str:
+    """sha256 of a JSON-able mapping in canonical form."""
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

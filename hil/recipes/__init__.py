@@ -1,0 +1,27 @@
+"""PyTorch -> .pte recipes, one per backend configuration, looked up by name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hil.errors import UsageError
+from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.portable import PortableRecipe
+from hil.recipes.xnnpack import XnnpackFp32Recipe, XnnpackInt8Recipe
+
+RECIPES: Mapping[str, type[Recipe]] = {
+    cls.name: cls for cls in (PortableRecipe, XnnpackFp32Recipe, XnnpackInt8Recipe)
+}
+
+
+def make_recipe(name: str, options: Mapping[str, Any] | None = None) -> Recipe:
+    try:
+        cls = RECIPES[name]
+    except KeyError:
+        valid = ", ".join(sorted(RECIPES))
+        raise UsageError(f"unknown recipe {name!r}; valid recipes: {valid}") from None
+    return cls(options)
+
+
+__all__ = ["RECIPES", "ExportProduct", "Recipe", "make_recipe"]

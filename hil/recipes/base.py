@@ -1,0 +1,74 @@
+"""The recipe contract: a PyTorch module plus inputs in, a .pte and its facts out."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hil.case import BuiltCase
+from hil.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ExportProduct:
+    """What a recipe hands to the cache.
+
+    `output_scales` is the quantization step of each output (None where an output is float);
+    `quantized_reference` holds the quantized PyTorch model's outputs on the case's inputs, so a
+    target can be compared with both eager fp32 and the model it was actually compiled from.
+    `details` carries recipe facts for reports (delegated operators, Vela numbers, ...).
+    Side files are written by the recipe straight into the work folder it was given.
+    """
+
+    pte: bytes
+    output_scales: tuple[float | None, ...] = ()
+    quantized_reference: tuple[np.ndarray, ...] | None = None
+    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+class Recipe(ABC):
+    """Lowers a model for one backend configuration. Options come from the device spec."""
+
+    name: ClassVar[str]
+    numerics: ClassVar[str]  # "fp32" or "int8"
+    option_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    helper_modules: ClassVar[tuple[str, ...]] = ("hil.recipes.lowering",)
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        given = dict(options or {})
+        unknown = sorted(set(given) - set(self.option_defaults))
+        if unknown:
+            known = ", ".join(sorted(self.option_defaults)) or "none"
+            raise UsageError(
+                f"recipe {self.name!r} has no option(s) {', '.join(unknown)}; it takes: {known}"
+            )
+        self.options: Mapping[str, Any] = MappingProxyType({**self.option_defaults, **given})
+        self.validate()
+
+    def validate(self) -> None:
+        """Check option values; raise UsageError naming the option. Override where needed."""
+
+    def key_material(self) -> Mapping[str, Any]:
+        """What about this recipe changes the .pte: its name, options and its own code."""
+        digest = hashlib.sha256()
+        modules = {cls.__module__ for cls in type(self).__mro__ if cls.__module__.startswith("hil.")}
+        for module_name in sorted(modules | set(self.helper_modules)):
+            digest.update(inspect.getsource(sys.modules[module_name]).encode())
+        return {"recipe": self.name, "options": dict(self.options), "code": digest.hexdigest()}
+
+    @property
+    def quantized(self) -> bool:
+        return self.numerics != "fp32"
+
+    @abstractmethod
+    def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
+        """Lower `built.module` to a .pte; raise ExportError with the exporter's message."""

@@ -1,0 +1,107 @@
+"""Steps every recipe shares: torch.export, PT2E quantization, output scales, serialization.
+
+Heavy imports happen inside the functions, so importing hil stays fast and free of torch
+compile machinery until something is actually exported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+
+from hil.case import BuiltCase, Inputs
+from hil.errors import ExportError
+
+T = TypeVar("T")
+
+
+def exporter_step(step: str, case: str, action: Callable[[], T]) -> T:
+    """Run one export step; turn any failure into an ExportError carrying the exporter's words."""
+    try:
+        return action()
+    except ExportError:
+        raise
+    except Exception as e:
+        words = str(e).strip().splitlines()
+        summary = "\n".join(words[:12]) + ("\n..." if len(words) > 12 else "")
+        raise ExportError(
+            f"case {case!r}: {step} failed: {type(e).__name__}: {summary}",
+            fix="the operator or pattern may be unsupported by this backend; restrict the case "
+            "to other recipes (Case(recipes=...)) or mark it xfail with the reason",
+        ) from e
+
+
+def export_program(built: BuiltCase, module: torch.nn.Module | None = None) -> Any:
+    """torch.export of the case's module (or of a quantized stand-in for it)."""
+    target = module if module is not None else built.module
+    return exporter_step(
+        "torch.export", built.case.name, lambda: torch.export.export(target, built.inputs)
+    )
+
+
+def quantize(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
+    """PT2E: prepare with the quantizer, calibrate on the case's samples, convert."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    def run() -> torch.fx.GraphModule:
+        # check_guards=False: torch 2.13 otherwise inserts a _guards_fn call that the
+        # quantizer annotations and the Arm passes do not expect.
+        graph = torch.export.export(built.module, built.inputs).module(check_guards=False)
+        prepared = prepare_pt2e(graph, quantizer)
+        with torch.no_grad():
+            for sample in built.calibration_or_default():
+                prepared(*sample)
+        converted: torch.fx.GraphModule = convert_pt2e(prepared)
+        return converted
+
+    return exporter_step("PT2E quantization", built.case.name, run)
+
+
+def output_scales(graph: torch.fx.GraphModule) -> tuple[float | None, ...]:
+    """The quantization step of each graph output: the scale of its final dequantize, if any."""
+    output = next(n for n in graph.graph.nodes if n.op == "output")
+    values = output.args[0]
+    values = values if isinstance(values, (tuple, list)) else (values,)
+    scales: list[float | None] = []
+    for node in values:
+        scale = None
+        if isinstance(node, torch.fx.Node) and "dequantize_per_tensor" in str(node.target):
+            candidate = node.args[1]
+            scale = float(candidate) if isinstance(candidate, (int, float)) else None
+        scales.append(scale)
+    return tuple(scales)
+
+
+def run_reference(module: Callable[..., Any], inputs: Inputs) -> tuple[np.ndarray, ...]:
+    """Outputs of a PyTorch callable as float numpy arrays (flattening tuples and lists)."""
+    with torch.no_grad():
+        result = module(*inputs)
+    return tuple(t.detach().float().numpy().copy() for t in flatten_outputs(result))
+
+
+def flatten_outputs(result: Any) -> list[torch.Tensor]:
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [t for item in result for t in flatten_outputs(item)]
+    if isinstance(result, dict):
+        return [t for key in result for t in flatten_outputs(result[key])]
+    if hasattr(result, "to_tuple"):  # transformers ModelOutput
+        return flatten_outputs(result.to_tuple())
+    raise ExportError(f"model returned {type(result).__name__}; expected tensors")
+
+
+def lower_to_pte(
+    case: str, program: Any, partitioners: Sequence[Any] = (), **edge_options: Any
+) -> bytes:
+    """to_edge_transform_and_lower + to_executorch, returning the serialized program."""
+    from executorch.exir import to_edge_transform_and_lower
+
+    def run() -> bytes:
+        edge = to_edge_transform_and_lower(program, partitioner=list(partitioners), **edge_options)
+        return bytes(edge.to_executorch().buffer)
+
+    return exporter_step("lowering to ExecuTorch", case, run)

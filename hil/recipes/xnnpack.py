@@ -1,0 +1,80 @@
+"""XNNPACK recipes: fp32 delegation, and int8 through PT2E with XNNPACK's quantizer."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from hil.case import BuiltCase
+from hil.errors import UsageError
+from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.lowering import (
+    export_program,
+    lower_to_pte,
+    output_scales,
+    quantize,
+    run_reference,
+)
+
+
+def _partitioner() -> Any:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    return XnnpackPartitioner()
+
+
+def delegation_details(pte: bytes) -> dict[str, Any]:
+    """Count delegate calls and operators left on the CPU in a serialized program."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(pte).program
+    plan = program.execution_plan[0]
+    operators = [plan.operators[i.instr_args.op_index].name for i in plan.chains[0].instructions
+                 if type(i.instr_args).__name__ == "KernelCall"]
+    delegates = [d.id for d in plan.delegates]
+    return {
+        "delegates": len(delegates),
+        "backends": sorted(set(delegates)),
+        "cpu_operators": dict(Counter(operators)),
+    }
+
+
+class XnnpackFp32Recipe(Recipe):
+    name = "xnnpack-fp32"
+    numerics = "fp32"
+
+    def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
+        pte = lower_to_pte(built.case.name, export_program(built), [_partitioner()])
+        return ExportProduct(pte=pte, details=delegation_details(pte))
+
+
+class XnnpackInt8Recipe(Recipe):
+    name = "xnnpack-int8"
+    numerics = "int8"
+    option_defaults = MappingProxyType({"per_channel": True})
+
+    def validate(self) -> None:
+        if not isinstance(self.options["per_channel"], bool):
+            raise UsageError(f"recipe {self.name}: option per_channel must be true or false")
+
+    def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
+        from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+            XNNPACKQuantizer,
+            get_symmetric_quantization_config,
+        )
+
+        quantizer = XNNPACKQuantizer()
+        quantizer.set_global(
+            get_symmetric_quantization_config(is_per_channel=bool(self.options["per_channel"]))
+        )
+        converted = quantize(built, quantizer)
+        program = export_program(built, converted)
+        pte = lower_to_pte(built.case.name, program, [_partitioner()])
+        return ExportProduct(
+            pte=pte,
+            output_scales=output_scales(converted),
+            quantized_reference=run_reference(converted, built.inputs),
+            details=delegation_details(pte),
+        )

@@ -1,0 +1,30 @@
+"""Target kinds, one module each; `make_target` picks the class a device spec's kind names."""
+
+from __future__ import annotations
+
+import importlib
+
+from hil.devices import DeviceSpec
+from hil.errors import UsageError
+from hil.targets.base import Deployment, RunResult, State, Target
+
+# kind -> "module:Class", imported only when a device of that kind is used.
+TARGET_CLASSES = {
+    "host": "hil.targets.host:HostTarget",
+}
+
+
+def make_target(spec: DeviceSpec) -> Target:
+    try:
+        module_name, class_name = TARGET_CLASSES[spec.kind].split(":")
+    except KeyError:
+        raise UsageError(
+            f"target {spec.name!r} has kind {spec.kind!r}, which this version of hil cannot drive",
+            fix="known kinds: " + ", ".join(sorted(TARGET_CLASSES)),
+        ) from None
+    cls = getattr(importlib.import_module(module_name), class_name)
+    target: Target = cls(spec)
+    return target
+
+
+__all__ = ["TARGET_CLASSES", "Deployment", "RunResult", "State", "Target", "make_target"]

@@ -1,0 +1,130 @@
+"""The Target contract: provision once, deploy many models, run many inputs, tear down.
+
+Lifecycle states are enforced: calling `run` before `provision`, or anything after `teardown`,
+is a TargetStateError naming the method and the state, never a confusing failure deeper down.
+A Target composes transports (which only move bytes) with the knowledge of one kind of device.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import numpy as np
+
+from hil.cache import Artifact
+from hil.case import Inputs
+from hil.devices import DeviceSpec, TimingPolicy
+from hil.errors import TargetStateError
+
+
+class State(enum.Enum):
+    NEW = "new"
+    READY = "ready"  # provisioned
+    CLOSED = "closed"  # torn down
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T", bound="Target")
+
+
+def requires(state: State) -> Callable[[Callable[Concatenate[T, P], R]], Callable[Concatenate[T, P], R]]:
+    """Allow a Target method only in `state`."""
+
+    def decorate(method: Callable[Concatenate[T, P], R]) -> Callable[Concatenate[T, P], R]:
+        @functools.wraps(method)
+        def guarded(self: T, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            if self.state is not state:
+                raise TargetStateError(
+                    f"{type(self).__name__}({self.spec.name}).{method.__name__}() needs state "
+                    f"{state.value!r}, but the target is {self.state.value!r}"
+                )
+            return method(self, *args, **kwargs)
+
+        return guarded
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A model as the target holds it; `bytes_sent` is 0 when the target already had it."""
+
+    sha256: str
+    handle: Any = None
+    bytes_sent: int = 0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one run of a model on a target produced.
+
+    `timings_us` holds one entry per timed run; `timing` says whether they were measured on
+    the device, estimated (Vela) or emulated (QEMU), so no report mistakes one for another.
+    `counters` carries device facts such as cycle counts and memory high-water marks.
+    """
+
+    outputs: tuple[np.ndarray, ...]
+    timings_us: tuple[float, ...] = ()
+    timing: str = "measured"
+    counters: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    log: str = ""
+
+
+class Target(ABC):
+    """Base of every target kind."""
+
+    def __init__(self, spec: DeviceSpec) -> None:
+        self.spec = spec
+        self.state = State.NEW
+        self.log = logging.getLogger(f"hil.target.{type(self).__name__}({spec.name})")
+
+    def provision(self) -> None:
+        """Make the target ready (start emulator, connect, flash); may raise TargetUnavailable."""
+        if self.state is not State.NEW:
+            raise TargetStateError(
+                f"{type(self).__name__}({self.spec.name}) is {self.state.value!r}; provision once"
+            )
+        self._provision()
+        self.state = State.READY
+
+    def teardown(self) -> None:
+        """Release everything; safe to call in any state, and more than once."""
+        if self.state is State.READY:
+            try:
+                self._teardown()
+            finally:
+                self.state = State.CLOSED
+        else:
+            self.state = State.CLOSED
+
+    @requires(State.READY)
+    def deploy(self, artifact: Artifact) -> Deployment:
+        return self._deploy(artifact)
+
+    @requires(State.READY)
+    def run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
+        return self._run(deployment, inputs, policy)
+
+    def describe(self) -> Mapping[str, str]:
+        """Identity facts for reports (runner build id, CPU model, versions)."""
+        return {"name": self.spec.name, "kind": self.spec.kind}
+
+    @abstractmethod
+    def _provision(self) -> None: ...
+
+    @abstractmethod
+    def _deploy(self, artifact: Artifact) -> Deployment: ...
+
+    @abstractmethod
+    def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult: ...
+
+    def _teardown(self) -> None:
+        """Override to release resources."""
