@@ -1,0 +1,95 @@
+"""The `hil` command: inspect targets and the cache, build firmware, write reports.
+
+Each subcommand lives in a small function; heavy modules are imported only by the subcommand
+that needs them, so `hil targets` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hil.devices import DeviceRegistry, default_device_dirs
+from hil.errors import HilError
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _registry(args: argparse.Namespace) -> DeviceRegistry:
+    dirs = [Path(d) for d in args.devices] if args.devices else default_device_dirs()
+    return DeviceRegistry.from_dirs(dirs)
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    """List the device specs and their recipes."""
+    registry = _registry(args)
+    width = max((len(s.name) for s in registry), default=4)
+    for spec in registry:
+        recipes = ", ".join(spec.recipe_names)
+        print(f"{spec.name:<{width}}  {spec.kind:<12} {recipes:<40} {spec.description}")
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    """Show (or clear) the artifact cache."""
+    from hil.session import default_cache_dir
+
+    root = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    entries = list((root / "artifacts").glob("*/model.pte")) if root.exists() else []
+    size = sum(p.stat().st_size for p in entries)
+    print(f"{root}: {len(entries)} artifacts, {size / 1e6:.1f} MB")
+    if args.clear and root.exists():
+        shutil.rmtree(root)
+        print(f"removed {root}")
+    return 0
+
+
+def cmd_firmware_build(args: argparse.Namespace) -> int:
+    """Build (or reuse) the runner for a target; prints the path of the built runner."""
+    from hil.firmware import build_firmware
+
+    registry = _registry(args)
+    result = build_firmware(registry.get(args.target), force=args.force)
+    print(result)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hil", description=__doc__)
+    parser.add_argument(
+        "--devices", action="append", help="folder of device files (default: ./devices)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    targets = commands.add_parser("targets", help="list the targets and their recipes")
+    targets.set_defaults(run=cmd_targets)
+
+    cache = commands.add_parser("cache", help="show the artifact cache")
+    cache.add_argument("--cache-dir", help="cache folder (default: $HIL_CACHE_DIR or .hil/cache)")
+    cache.add_argument("--clear", action="store_true", help="delete every cached artifact")
+    cache.set_defaults(run=cmd_cache)
+
+    firmware = commands.add_parser("firmware", help="the ExecuTorch runner in firmware/")
+    firmware_commands = firmware.add_subparsers(dest="firmware_command", required=True)
+    build = firmware_commands.add_parser("build", help="build the runner for a target")
+    build.add_argument("--target", required=True, help="device name, e.g. vboard or pi5")
+    build.add_argument("--force", action="store_true", help="rebuild even if cached")
+    build.set_defaults(run=cmd_firmware_build)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run: Command = args.run
+    try:
+        return run(args)
+    except HilError as e:
+        print(f"hil: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
