@@ -8,10 +8,13 @@ broken and every later request gets the first cause again, at once (labgrid's ne
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ from hil.budgets import LatencyStats, budget_for, judge_latency, judge_limit, la
 from hil.cache import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import DeviceRegistry, DeviceSpec, TimingPolicy, default_device_dirs
-from hil.errors import HilError
+from hil.errors import HilError, InfrastructureError, TargetCrash
 from hil.fingerprint import digest_of, input_spec, model_fingerprint, tensors_fingerprint, tool_versions
 from hil.recipes import Recipe, make_recipe
 from hil.recipes.lowering import run_reference
@@ -101,9 +104,7 @@ class Session:
     def mark_broken(self, name: str, cause: HilError) -> None:
         """Take a target out of service for the rest of the session (first cause wins)."""
         self._broken.setdefault(name, cause)
-        target = self._targets.pop(name, None)
-        if target is not None:
-            target.teardown()
+        self._drop(name)
 
     def broken_cause(self, name: str) -> HilError | None:
         return self._broken.get(name)
@@ -136,13 +137,13 @@ class Session:
         key = digest_of(material)
 
         def build(workdir: Path) -> Any:
-            self.progress(f"exporting {name} with {recipe.name} ...")
-            return recipe.export(built, workdir)
+            with _heartbeat(self.progress, f"exporting {name} with {recipe.name}"):
+                return recipe.export(built, workdir)
 
         artifact = self.cache.get_or_build(
             key, material, build, recipe=recipe.name, numerics=recipe.numerics
         )
-        if artifact.exported_now:
+        if artifact.exported_now and artifact.export_seconds >= 5.0:
             self.progress(f"exported {name} with {recipe.name} in {artifact.export_seconds:.1f} s")
         if artifact.rebuilt_because:
             log.warning("rebuilt %s [%s]: %s", name, recipe.name, artifact.rebuilt_because)
@@ -163,7 +164,26 @@ class Session:
     # -- the check ------------------------------------------------------------------------
 
     def check(self, case: Case, target: str, recipe: str | None = None) -> CheckResult:
-        """Export, deploy, run and judge one case on one target with one recipe."""
+        """Export, deploy, run and judge one case on one target with one recipe.
+
+        A runner crash drops the target, so the next check provisions it afresh; any other
+        infrastructure failure (lost link, hang) takes the target out of service for the session.
+        """
+        try:
+            return self._check(case, target, recipe)
+        except TargetCrash:
+            self._drop(target)
+            raise
+        except InfrastructureError as e:
+            self.mark_broken(target, e)
+            raise
+
+    def _drop(self, name: str) -> None:
+        target = self._targets.pop(name, None)
+        if target is not None:
+            target.teardown()
+
+    def _check(self, case: Case, target: str, recipe: str | None) -> CheckResult:
         spec = self.devices.get(target)
         recipe_spec = spec.recipe(recipe) if recipe else spec.recipes[0]
         recipe_obj = make_recipe(recipe_spec.name, recipe_spec.options)
@@ -284,6 +304,25 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def _heartbeat(progress: Progress, what: str, every_s: float = 5.0) -> Iterator[None]:
+    """Say `what` is still going every few seconds, so a long export is never silent."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            progress(f"{what} ({time.monotonic() - started:.0f} s so far)")
+
+    thread = threading.Thread(target=beat, name="hil-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def _accuracy(logits: np.ndarray, labels: np.ndarray) -> float:

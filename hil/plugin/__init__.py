@@ -1,0 +1,161 @@
+"""pytest glue for hil: options, parametrization over targets x recipes, fixtures, summary.
+
+Registered through the `pytest11` entry point. Everything it does is a call into hil.Session;
+this package only translates between pytest and the library.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hil.case import Case
+from hil.devices import DeviceRegistry, default_device_dirs
+from hil.errors import HilError
+from hil.plugin.fixtures import hil_case, hil_check, hil_session, hil_target, hil_variant
+from hil.plugin.options import OPT_IN_TAGS, add_options, read_options
+from hil.plugin.state import RECORD_KEY, STATE, HilState, Variant
+from hil.report import summary
+from hil.session import Session
+
+__all__ = ["hil_case", "hil_check", "hil_session", "hil_target", "hil_variant"]
+
+MARKERS = (
+    "hil_cases(cases): run the test once per case x target x recipe; cases is an iterable of "
+    "hil.Case or a mapping of id -> hil.Case",
+    "hil_targets(*names): restrict the test to these targets",
+    "hil_recipes(*names): restrict the test to these recipes",
+    *(f"{tag}: hil case tag, run only with {flag}" for tag, flag in OPT_IN_TAGS.items()),
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    options = read_options(config)
+    try:
+        registry = DeviceRegistry.from_dirs(list(options.device_dirs) or default_device_dirs(config.rootpath))
+        for name in options.targets:
+            registry.get(name)
+    except HilError as e:
+        raise pytest.UsageError(str(e)) from e
+    session = Session(
+        devices=registry,
+        cache_dir=options.cache_dir,
+        results_dir=options.results_dir,
+        progress=lambda message: _say(config, message),
+    )
+    config.stash[STATE] = HilState(options, registry, session)
+    config.pluginmanager.register(HilPlugin(config), "hil-plugin")
+
+
+def _say(config: pytest.Config, message: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"hil: {message}")
+
+
+def _cases(marker: pytest.Mark) -> list[tuple[str, Case]]:
+    if len(marker.args) != 1:
+        raise pytest.UsageError("hil_cases takes one argument: an iterable of hil.Case or a mapping id -> Case")
+    table = marker.args[0]
+    items: Iterable[tuple[str, Any]] = (
+        table.items() if isinstance(table, Mapping) else ((c.name, c) for c in table)
+    )
+    cases = []
+    for key, case in items:
+        if not isinstance(case, Case):
+            raise pytest.UsageError(f"hil_cases entry {key!r} is {type(case).__name__}, not hil.Case")
+        if key != case.name:
+            raise pytest.UsageError(f"hil_cases key {key!r} differs from the case's name {case.name!r}")
+        cases.append((key, case))
+    return cases
+
+
+class HilPlugin:
+    """Hooks that need the run's state."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state: HilState = config.stash[STATE]
+        self.results_file: Path | None = None
+        self.seen: set[tuple[str, int]] = set()
+
+    def pytest_report_header(self) -> str:
+        return f"hil: targets {', '.join(self.state.options.targets)}; cache {self.state.session.cache.root}"
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "hil_variant" not in metafunc.fixturenames:
+            return
+        marker = metafunc.definition.get_closest_marker("hil_cases")
+        if marker is None:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid} uses hil fixtures without @pytest.mark.hil_cases")
+        only_targets = _marker_names(metafunc, "hil_targets")
+        only_recipes = _marker_names(metafunc, "hil_recipes")
+        params = []
+        for case_id, case in _cases(marker):
+            for target in self.state.options.targets:
+                if only_targets is not None and target not in only_targets:
+                    continue
+                for recipe in self.state.registry.get(target).recipe_names:
+                    if (only_recipes is not None and recipe not in only_recipes) or not case.applies_to(target, recipe):
+                        continue
+                    variant = Variant(case_id, case, target, recipe)
+                    marks = [getattr(pytest.mark, tag) for tag in sorted(case.tags)]
+                    reason = case.xfail_reason(target, recipe)
+                    if reason:
+                        marks.append(pytest.mark.xfail(reason=reason, strict=True))
+                    params.append(pytest.param(variant, id=variant.id, marks=marks))
+        metafunc.parametrize("hil_variant", params, indirect=True)
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            tags = {m.name for m in item.iter_markers()} & set(OPT_IN_TAGS)
+            (drop if tags - self.state.options.opt_in_tags else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    def pytest_sessionstart(self) -> None:
+        folder = self.state.session.results_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        self.results_file = folder / "records.jsonl"
+        self.results_file.write_text("")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # setup, call and teardown reports all carry the item's properties: take each once
+        for index, (name, record) in enumerate(report.user_properties):
+            if name == RECORD_KEY and (report.nodeid, index) not in self.seen:
+                self.seen.add((report.nodeid, index))
+                self.state.records.append(record)
+                if self.results_file is not None:  # kept as it comes: a Ctrl-C loses nothing
+                    with self.results_file.open("a") as f:
+                        f.write(json.dumps(record, default=str) + "\n")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.state.records:
+            return
+        terminalreporter.section("hil summary")
+        for line in summary.render(self.state.records):
+            terminalreporter.write_line(line)
+        if self.results_file is not None:
+            terminalreporter.write_line(f"records: {self.results_file}")
+
+    def pytest_unconfigure(self) -> None:
+        self.state.session.close()
+
+
+def _marker_names(metafunc: pytest.Metafunc, name: str) -> set[str] | None:
+    marks = list(metafunc.definition.iter_markers(name))
+    if not marks:
+        return None
+    return {arg for m in marks for arg in m.args}

@@ -1,0 +1,75 @@
+"""Fixtures: the session, the current variant's target, and `hil_check` that runs the case."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from hil.errors import HilError, TargetUnavailable
+from hil.plugin.records import error_record
+from hil.plugin.state import RECORD_KEY, STATE, Variant
+from hil.result import CheckResult
+from hil.session import Session
+from hil.targets import Target
+
+
+@pytest.fixture(scope="session")
+def hil_session(pytestconfig: pytest.Config) -> Session:
+    """The run's hil Session: one provisioned instance per target, one artifact cache."""
+    return pytestconfig.stash[STATE].session
+
+
+@pytest.fixture
+def hil_variant(request: pytest.FixtureRequest) -> Variant:
+    """The (case, target, recipe) of this test; set by @pytest.mark.hil_cases."""
+    variant = getattr(request, "param", None)
+    if not isinstance(variant, Variant):
+        raise pytest.UsageError(
+            f"{request.node.nodeid} uses hil fixtures but has no @pytest.mark.hil_cases(TABLE)"
+        )
+    return variant
+
+
+@pytest.fixture
+def hil_case(hil_variant: Variant) -> Any:
+    return hil_variant.case
+
+
+@pytest.fixture
+def hil_target(request: pytest.FixtureRequest, hil_variant: Variant, hil_session: Session) -> Target:
+    """The provisioned target. Unavailable here: skipped with the fix (an error under
+    --hil-require). Broken earlier in this run: skipped with the first cause."""
+    name = hil_variant.target
+    earlier = hil_session.broken_cause(name)
+    try:
+        return hil_session.target(name)
+    except TargetUnavailable as e:
+        if request.config.stash[STATE].options.require:
+            pytest.fail(f"target {name} is required but unavailable: {e}", pytrace=False)
+        pytest.skip(f"target {name} unavailable: {e}")
+    except HilError as e:
+        if earlier is not None:
+            pytest.skip(f"target {name} is out of service since an earlier failure: {earlier}")
+        request.node.user_properties.append((RECORD_KEY, error_record(hil_variant, e)))
+        raise
+
+
+@pytest.fixture
+def hil_check(
+    request: pytest.FixtureRequest, hil_variant: Variant, hil_target: Target, hil_session: Session
+) -> Callable[[], CheckResult]:
+    """Call it to export, deploy, run and judge this variant; it raises on a failed verdict."""
+
+    def check() -> CheckResult:
+        try:
+            result = hil_session.check(hil_variant.case, hil_variant.target, hil_variant.recipe)
+        except HilError as e:
+            request.node.user_properties.append((RECORD_KEY, error_record(hil_variant, e)))
+            raise
+        request.node.user_properties.append((RECORD_KEY, result.to_record()))
+        result.raise_for_failures()
+        return result
+
+    return check

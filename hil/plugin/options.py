@@ -1,0 +1,62 @@
+"""Command-line and ini options of the hil plugin, parsed once into a frozen HilOptions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# Cases carrying one of these tags run only when the option is given.
+OPT_IN_TAGS = {"full": "--hil-full", "large": "--hil-large"}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hil", "hardware-in-the-loop (hil)")
+    group.addoption(
+        "--target",
+        action="append",
+        dest="hil_targets",
+        metavar="NAME",
+        help="run hil cases on this target (repeatable; each becomes a parametrize axis). "
+        "Default: the hil_targets ini value, else host. `hil targets` lists them.",
+    )
+    group.addoption(
+        "--hil-require",
+        action="store_true",
+        help="a target that cannot run here fails its cases instead of skipping them (for CI)",
+    )
+    group.addoption("--hil-full", action="store_true", help="also run cases tagged 'full' (the whole sweep)")
+    group.addoption("--hil-large", action="store_true", help="also run cases tagged 'large' (big models)")
+    group.addoption("--hil-cache-dir", type=Path, help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)")
+    group.addoption(
+        "--hil-results-dir", type=Path, help="arrays and results (default: $HIL_RESULTS_DIR or .hil/results)"
+    )
+    group.addoption(
+        "--hil-devices", action="append", type=Path, help="folder of device files (default: ./devices)"
+    )
+    parser.addini("hil_targets", "targets used when --target is not given", type="args", default=["host"])
+
+
+@dataclass(frozen=True)
+class HilOptions:
+    targets: tuple[str, ...]
+    require: bool
+    opt_in_tags: frozenset[str]
+    cache_dir: Path | None
+    results_dir: Path | None
+    device_dirs: tuple[Path, ...]
+
+
+def read_options(config: pytest.Config) -> HilOptions:
+    targets = config.getoption("hil_targets") or config.getini("hil_targets")
+    ordered = tuple(dict.fromkeys(t for item in targets for t in item.split(",") if t))
+    tags = {tag for tag, flag in OPT_IN_TAGS.items() if config.getoption(flag.lstrip("-").replace("-", "_"))}
+    return HilOptions(
+        targets=ordered,
+        require=bool(config.getoption("hil_require")),
+        opt_in_tags=frozenset(tags),
+        cache_dir=config.getoption("hil_cache_dir"),
+        results_dir=config.getoption("hil_results_dir"),
+        device_dirs=tuple(config.getoption("hil_devices") or ()),
+    )

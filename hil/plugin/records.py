@@ -1,0 +1,36 @@
+"""Result records for cases that did not produce a CheckResult (export failure, lost link)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hil import errors
+from hil.plugin.state import Variant
+from hil.result import RECORD_VERSION
+
+# The verdict shown for each kind of error, most specific first.
+ERROR_VERDICTS: tuple[tuple[type[errors.HilError], str], ...] = (
+    (errors.ExportError, "EXPORT FAILED"),
+    (errors.TargetCrash, "CRASH"),
+    (errors.InfrastructureError, "INFRA"),
+    (errors.DeployError, "DEPLOY FAILED"),
+    (errors.TargetUnavailable, "UNAVAILABLE"),
+    (errors.CaseError, "CASE ERROR"),
+    (errors.HilError, "ERROR"),
+)
+
+
+def verdict_for(error: errors.HilError) -> str:
+    return next(v for cls, v in ERROR_VERDICTS if isinstance(error, cls))
+
+
+def error_record(variant: Variant, error: errors.HilError) -> dict[str, Any]:
+    return {
+        "version": RECORD_VERSION,
+        "case": variant.case_id,
+        "target": variant.target,
+        "recipe": variant.recipe,
+        "verdict": verdict_for(error),
+        "error_class": type(error).__name__,
+        "failure": str(error),
+    }

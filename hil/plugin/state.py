@@ -1,0 +1,38 @@
+"""The plugin's per-run state, kept in the pytest config stash (never in module globals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from hil.devices import DeviceRegistry
+from hil.plugin.options import HilOptions
+from hil.session import Session
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One parametrized combination: a case on a target with a recipe."""
+
+    case_id: str
+    case: Any  # hil.Case; Any keeps pytest's id machinery away from its fields
+    target: str
+    recipe: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.case_id}-{self.target}-{self.recipe}"
+
+
+@dataclass(frozen=True)
+class HilState:
+    options: HilOptions
+    registry: DeviceRegistry
+    session: Session
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+STATE = pytest.StashKey[HilState]()
+RECORD_KEY = "hil"  # name of the user_properties entry carrying a result record

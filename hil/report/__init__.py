@@ -1,0 +1,1 @@
+"""Rendering results: terminal summary tables, allure attachments, certification reports."""

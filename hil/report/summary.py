@@ -1,0 +1,116 @@
+"""Terminal summary tables rendered from result records (pure functions: records -> lines)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+Record = Mapping[str, Any]
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[int] = ()) -> list[str]:
+    """A plain aligned text table; columns in `right` are right-aligned (numbers)."""
+    body = [list(map(str, row)) for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
+    right_set = set(right)
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(w) if i in right_set else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(parts).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in body)]
+
+
+def fmt_number(value: Any, spec: str) -> str:
+    if value is None:
+        return "-"
+    if value == "inf" or (isinstance(value, float) and value == float("inf")):
+        return "inf"
+    return format(float(value), spec)
+
+
+def fmt_us(value: float | None) -> str:
+    """A duration in microseconds, in the unit that reads best."""
+    if value is None:
+        return "-"
+    if value >= 1e6:
+        return f"{value / 1e6:.2f} s"
+    if value >= 1e3:
+        return f"{value / 1e3:.2f} ms"
+    return f"{value:.1f} us"
+
+
+def _latency(record: Record, field: str) -> str:
+    latency = record.get("latency")
+    if not latency:
+        return "-"
+    text = fmt_us(latency[field])
+    return text + (" (est)" if latency.get("timing") == "estimated" else "")
+
+
+def _budget(record: Record) -> str:
+    budget = record.get("budget")
+    if not budget:
+        return "-"
+    return f"{fmt_us(budget['limit_ms'] * 1000)} {budget['statistic']}"
+
+
+def results_table(records: Sequence[Record]) -> list[str]:
+    headers = ["case", "backend", "max abs", "SQNR dB", "cosine", "verdict", "median", "p90", "budget"]
+    rows = []
+    for r in records:
+        metrics = r.get("metrics") or {}
+        rows.append([
+            r["case"],
+            r["recipe"],
+            fmt_number(metrics.get("max_abs"), ".2e"),
+            fmt_number(metrics.get("sqnr_db"), ".1f"),
+            fmt_number(metrics.get("cosine"), ".5f"),
+            r["verdict"],
+            _latency(r, "median_us"),
+            _latency(r, "p90_us"),
+            _budget(r),
+        ])
+    return table(headers, rows, right=(2, 3, 4, 6, 7, 8))
+
+
+def backend_latency_table(records: Sequence[Record]) -> list[str]:
+    """Median latency per case across backends, beside eager PyTorch (does delegation pay off?)."""
+    recipes: list[str] = []
+    by_case: dict[str, dict[str, Record]] = {}
+    for r in records:
+        if r.get("latency"):
+            by_case.setdefault(r["case"], {})[r["recipe"]] = r
+            if r["recipe"] not in recipes:
+                recipes.append(r["recipe"])
+    rows = []
+    for case, per_recipe in by_case.items():
+        if len(per_recipe) < 2:
+            continue
+        eager = next((r.get("eager_latency") for r in per_recipe.values() if r.get("eager_latency")), None)
+        rows.append(
+            [case, fmt_us(eager["median_us"]) if eager else "-"]
+            + [fmt_us(per_recipe[x]["latency"]["median_us"]) if x in per_recipe else "-" for x in recipes]
+        )
+    if not rows:
+        return []
+    return table(["case", "eager", *recipes], rows, right=range(1, len(recipes) + 2))
+
+
+def render(records: Sequence[Record]) -> list[str]:
+    """All summary sections, one group per target."""
+    lines: list[str] = []
+    targets: dict[str, list[Record]] = {}
+    for r in records:
+        targets.setdefault(r["target"], []).append(r)
+    for target, rows in targets.items():
+        passed = sum(r["verdict"] == "PASS" for r in rows)
+        lines.append(f"target {target}: {passed}/{len(rows)} passed")
+        lines.extend(results_table(rows))
+        latency = backend_latency_table(rows)
+        if latency:
+            lines.append("")
+            lines.append(f"target {target}: median latency by backend")
+            lines.extend(latency)
+        lines.append("")
+    return lines
