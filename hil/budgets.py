@@ -17,7 +17,7 @@ from hil.devices import DeviceSpec
 
 @dataclass(frozen=True)
 class LatencyStats:
-    """Statistics over the timed runs, in microseconds. `timing` says measured/estimated/emulated."""
+    """Statistics over the timed runs in microseconds; `timing`: measured, estimated or emulated."""
 
     runs: int
     median_us: float
@@ -66,9 +66,7 @@ class Budget:
     source: str
 
 
-def budget_for(
-    case_budgets: Mapping[str, float], device: DeviceSpec, recipe: str
-) -> Budget | None:
+def budget_for(case_budgets: Mapping[str, float], device: DeviceSpec, recipe: str) -> Budget | None:
     """The budget for a case on (device, recipe).
 
     Lookup order: "target/recipe", "target", "*/recipe", "*" in the case's table (target-named
@@ -77,10 +75,17 @@ def budget_for(
     """
     name, scale = device.name, device.latency.scale
     statistic = device.latency.statistic
-    for key, scaled in ((f"{name}/{recipe}", False), (name, False), (f"*/{recipe}", True), ("*", True)):
+    for key, scaled in (
+        (f"{name}/{recipe}", False),
+        (name, False),
+        (f"*/{recipe}", True),
+        ("*", True),
+    ):
         if key in case_budgets:
             limit = case_budgets[key] * (scale if scaled else 1.0)
-            source = f"case budget {key!r}" + (f" x device scale {scale:g}" if scaled and scale != 1 else "")
+            source = f"case budget {key!r}" + (
+                f" x device scale {scale:g}" if scaled and scale != 1 else ""
+            )
             return Budget(limit, statistic, source)
     if device.latency.budget_ms is not None:
         return Budget(device.latency.budget_ms, statistic, f"device default ({device.source.name})")
@@ -112,7 +117,9 @@ def judge_latency(stats: LatencyStats | None, budget: Budget | None) -> list[Bud
     return [BudgetBreach(label, observed_ms, budget.limit_ms, "ms", budget.source)]
 
 
-def judge_limit(what: str, observed: float | None, limit: float | None, unit: str, source: str) -> list[BudgetBreach]:
+def judge_limit(
+    what: str, observed: float | None, limit: float | None, unit: str, source: str
+) -> list[BudgetBreach]:
     """A generic `observed <= limit` budget (memory sizes, cycle counts)."""
     if observed is None or limit is None or observed <= limit:
         return []

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from hil.arrays import Array
 from hil.errors import CacheError, ExportError
 from hil.recipes.base import ExportProduct
 
@@ -60,7 +61,7 @@ class Artifact:
     def pte_path(self) -> Path:
         return self.folder / PTE_NAME
 
-    def quantized_reference(self) -> tuple[np.ndarray, ...] | None:
+    def quantized_reference(self) -> tuple[Array, ...] | None:
         path = self.folder / QREF_NAME
         if not path.exists():
             return None

@@ -113,14 +113,18 @@ def _as_inputs(value: Any) -> Inputs:
     if isinstance(value, torch.Tensor):
         value = (value,)
     if not isinstance(value, (tuple, list)) or not value:
-        raise CaseError(f"inputs must be a tensor or a non-empty tuple of tensors, got {type(value).__name__}")
+        raise CaseError(
+            f"inputs must be a tensor or a non-empty tuple of tensors, got {type(value).__name__}"
+        )
     for i, item in enumerate(value):
         if not isinstance(item, torch.Tensor):
             raise CaseError(f"input {i} must be a torch.Tensor, got {type(item).__name__}")
     return tuple(value)
 
 
-def seeded(*shapes: tuple[int, ...], seed: int = 0, dtype: torch.dtype = torch.float32) -> Callable[[], Inputs]:
+def seeded(
+    *shapes: tuple[int, ...], seed: int = 0, dtype: torch.dtype = torch.float32
+) -> Callable[[], Inputs]:
     """A factory of reproducible normal-distributed inputs of the given shapes."""
 
     def make() -> Inputs:
@@ -130,7 +134,12 @@ def seeded(*shapes: tuple[int, ...], seed: int = 0, dtype: torch.dtype = torch.f
     return make
 
 
-def case_from_module(name: str, module: torch.nn.Module, inputs: Sequence[torch.Tensor] | torch.Tensor, **options: Any) -> Case:
+def case_from_module(
+    name: str,
+    module: torch.nn.Module,
+    inputs: Sequence[torch.Tensor] | torch.Tensor,
+    **options: Any,
+) -> Case:
     """A Case around an already-built module and inputs (the library API's entry)."""
     frozen = _as_inputs(inputs if isinstance(inputs, torch.Tensor) else tuple(inputs))
     return Case(name=name, model=lambda: module, inputs=lambda: frozen, **options)

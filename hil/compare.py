@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from hil.arrays import Array
+
 FP32_ATOL = 1e-5
 FP32_RTOL = 1e-4
 FP32_MIN_SQNR_DB = 60.0
@@ -76,7 +78,7 @@ class Breach:
         return f"{self.metric} = {self.observed:.6g}, tolerance {self.relation} {self.limit:.6g}"
 
 
-def _sqnr_db(ref: np.ndarray, err: np.ndarray) -> float:
+def _sqnr_db(ref: Array, err: Array) -> float:
     signal = float(np.sum(ref.astype(np.float64) ** 2))
     noise = float(np.sum(err.astype(np.float64) ** 2))
     if noise == 0.0:
@@ -86,7 +88,7 @@ def _sqnr_db(ref: np.ndarray, err: np.ndarray) -> float:
     return 10.0 * math.log10(signal / noise)
 
 
-def _cosine(ref: np.ndarray, out: np.ndarray) -> float:
+def _cosine(ref: Array, out: Array) -> float:
     a = ref.astype(np.float64).ravel()
     b = out.astype(np.float64).ravel()
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
@@ -97,7 +99,7 @@ def _cosine(ref: np.ndarray, out: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def shape_problems(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> list[str]:
+def shape_problems(reference: Sequence[Array], outputs: Sequence[Array]) -> list[str]:
     """Describe structural differences (count, shape) that make metrics meaningless."""
     if len(reference) != len(outputs):
         return [f"the target returned {len(outputs)} outputs, eager PyTorch {len(reference)}"]
@@ -109,7 +111,7 @@ def shape_problems(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray
 
 
 def measure(
-    reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *, classifier: bool = False
+    reference: Sequence[Array], outputs: Sequence[Array], *, classifier: bool = False
 ) -> Metrics:
     """Metrics of `outputs` against `reference`, worst over outputs; shapes must already agree."""
     worst: Metrics | None = None
@@ -126,13 +128,17 @@ def measure(
             cosine=_cosine(ref64, out),
             top1=None,
         )
-        worst = current if worst is None else Metrics(
-            max_abs=max(worst.max_abs, current.max_abs),
-            max_rel=max(worst.max_rel, current.max_rel),
-            mean_abs=max(worst.mean_abs, current.mean_abs),
-            sqnr_db=min(worst.sqnr_db, current.sqnr_db),
-            cosine=min(worst.cosine, current.cosine),
-            top1=None,
+        worst = (
+            current
+            if worst is None
+            else Metrics(
+                max_abs=max(worst.max_abs, current.max_abs),
+                max_rel=max(worst.max_rel, current.max_rel),
+                mean_abs=max(worst.mean_abs, current.mean_abs),
+                sqnr_db=min(worst.sqnr_db, current.sqnr_db),
+                cosine=min(worst.cosine, current.cosine),
+                top1=None,
+            )
         )
     if worst is None:
         worst = Metrics(0.0, 0.0, 0.0, math.inf, 1.0, None)
@@ -141,7 +147,7 @@ def measure(
     return worst
 
 
-def top1_agreement(reference: np.ndarray, output: np.ndarray) -> float:
+def top1_agreement(reference: Array, output: Array) -> float:
     """Fraction of rows (all leading dims) whose arg-max class agrees."""
     if reference.ndim == 0 or reference.shape[-1] == 0:
         return 1.0
@@ -150,7 +156,7 @@ def top1_agreement(reference: np.ndarray, output: np.ndarray) -> float:
     return float(np.mean(ref_top == out_top))
 
 
-def fp32_tolerance(reference: Sequence[np.ndarray]) -> Tolerance:
+def fp32_tolerance(reference: Sequence[Array]) -> Tolerance:
     peak = max((float(np.max(np.abs(r))) for r in reference if r.size), default=0.0)
     return Tolerance(
         max_abs=FP32_ATOL + FP32_RTOL * peak,
@@ -160,7 +166,7 @@ def fp32_tolerance(reference: Sequence[np.ndarray]) -> Tolerance:
 
 
 def int8_tolerance(
-    reference: Sequence[np.ndarray], output_scales: Sequence[float | None], steps: float = INT8_STEPS
+    reference: Sequence[Array], output_scales: Sequence[float | None], steps: float = INT8_STEPS
 ) -> Tolerance:
     """`steps` quantization steps of the output's scale; the largest scale over outputs governs.
 
@@ -186,7 +192,7 @@ def int8_tolerance(
 
 def tolerance_for(
     numerics: str,
-    reference: Sequence[np.ndarray],
+    reference: Sequence[Array],
     output_scales: Sequence[float | None] = (),
     override: ToleranceOverride | None = None,
 ) -> Tolerance:

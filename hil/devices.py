@@ -107,7 +107,9 @@ class _Reader:
     def key(self, name: str) -> str:
         return f"{self.path}.{name}" if self.path else name
 
-    def get(self, name: str, kind: type | tuple[type, ...], default: Any = ..., expected: str = "") -> Any:
+    def get(
+        self, name: str, kind: type | tuple[type, ...], default: Any = ..., expected: str = ""
+    ) -> Any:
         if name not in self.data or self.data[name] is None:
             if default is ...:
                 self.fail(self.key(name), expected or _describe(kind), "nothing")
@@ -140,7 +142,9 @@ class _Reader:
     def reject_unknown(self, known: tuple[str, ...]) -> None:
         for key in self.data:
             if key not in known:
-                self.fail(self.key(str(key)), "one of the known keys (" + ", ".join(known) + ")", key)
+                self.fail(
+                    self.key(str(key)), "one of the known keys (" + ", ".join(known) + ")", key
+                )
 
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
@@ -148,7 +152,13 @@ def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def _describe(kind: type | tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", Mapping: "a mapping", list: "a list"}
+    names = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        Mapping: "a mapping",
+        list: "a list",
+    }
     return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))
 
 
@@ -182,8 +192,17 @@ def _parse_recipes(reader: _Reader) -> tuple[RecipeSpec, ...]:
 def _parse_latency(reader: _Reader) -> LatencySpec:
     section = reader.section("latency")
     section.reject_unknown(
-        ("timing", "scale", "budget_ms", "statistic", "warmup", "min_runs", "min_time_s",
-         "max_runs", "max_time_s")
+        (
+            "timing",
+            "scale",
+            "budget_ms",
+            "statistic",
+            "warmup",
+            "min_runs",
+            "min_time_s",
+            "max_runs",
+            "max_time_s",
+        )
     )
     defaults = TimingPolicy()
     warmup = section.get("warmup", int, defaults.warmup, "a non-negative integer")
@@ -197,7 +216,9 @@ def _parse_latency(reader: _Reader) -> LatencySpec:
         max_time_s=float(section.positive("max_time_s", defaults.max_time_s)),
     )
     if policy.max_runs < policy.min_runs:
-        section.fail(section.key("max_runs"), f"at least min_runs ({policy.min_runs})", policy.max_runs)
+        section.fail(
+            section.key("max_runs"), f"at least min_runs ({policy.min_runs})", policy.max_runs
+        )
     budget = section.positive("budget_ms", None)
     return LatencySpec(
         timing=section.choice("timing", TIMING_KINDS, "measured"),
@@ -221,7 +242,9 @@ def _parse_memory(reader: _Reader) -> MemorySpec:
 def parse_device(data: Any, source: Path) -> DeviceSpec:
     """Validate one device file's content; raise DeviceSpecError naming the first problem."""
     reader = _Reader(data, source)
-    reader.reject_unknown(("name", "kind", "description", "recipes", "latency", "memory", "connection"))
+    reader.reject_unknown(
+        ("name", "kind", "description", "recipes", "latency", "memory", "connection")
+    )
     name = reader.get("name", str)
     if name != source.stem:
         reader.fail("name", f"the file's own name ({source.stem!r})", name)
@@ -288,7 +311,7 @@ class DeviceRegistry:
 
 
 def default_device_dirs(start: Path | None = None) -> list[Path]:
-    """Where device files live: the project's devices/ (found upward from `start`), then $HIL_DEVICES."""
+    """Device folders: the project's devices/ (searched upward from `start`), then $HIL_DEVICES."""
     dirs: list[Path] = []
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):

@@ -7,6 +7,7 @@ weights and buffers (their bytes). Two modules with equal fingerprints lower to 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -31,7 +32,6 @@ def _hash_code(code: types.CodeType, digest: Any) -> None:
             digest.update(repr(const).encode())
 
 
-@functools.lru_cache(maxsize=512)
 def _class_source_hash(cls: type) -> str:
     try:
         text = inspect.getsource(cls)
@@ -42,7 +42,7 @@ def _class_source_hash(cls: type) -> str:
 
 def _attribute_token(value: Any, digest: Any) -> bool:
     """Feed a plain attribute into the digest; False when the value is not configuration."""
-    if isinstance(value, _PLAIN) or isinstance(value, torch.dtype):
+    if isinstance(value, (*_PLAIN, torch.dtype)):
         digest.update(repr(value).encode())
         return True
     if isinstance(value, (tuple, list)) and all(isinstance(v, _PLAIN) for v in value):
@@ -51,10 +51,8 @@ def _attribute_token(value: Any, digest: Any) -> bool:
     if isinstance(value, types.FunctionType):
         _hash_code(value.__code__, digest)
         for cell in value.__closure__ or ():
-            try:
+            with contextlib.suppress(ValueError):  # an empty cell has no contents
                 _attribute_token(cell.cell_contents, digest)
-            except ValueError:  # an empty cell
-                pass
         return True
     return False
 
@@ -62,9 +60,12 @@ def _attribute_token(value: Any, digest: Any) -> bool:
 def model_fingerprint(module: torch.nn.Module) -> str:
     """sha256 over the module tree's code, configuration and tensor bytes."""
     digest = hashlib.sha256()
+    sources: dict[type, str] = {}
     for name, sub in module.named_modules():
         digest.update(f"module {name} {type(sub).__module__}.{type(sub).__qualname__}".encode())
-        digest.update(_class_source_hash(type(sub)).encode())
+        if type(sub) not in sources:  # each class once: finding a class's source parses its file
+            sources[type(sub)] = _class_source_hash(type(sub))
+        digest.update(sources[type(sub)].encode())
         for attr, value in sorted(vars(sub).items()):
             if attr.startswith("_") or attr == "training":
                 continue
@@ -103,7 +104,7 @@ def input_spec(inputs: Iterable[torch.Tensor]) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def tool_versions() -> Mapping[str, str]:
     """Versions of the tools that shape an export; part of every cache key and every report."""
-    versions = {"torch": torch.__version__}
+    versions: dict[str, str] = {"torch": str(torch.__version__)}
     for dist in ("executorch", "ethos-u-vela", "tosa-tools", "torchao"):
         try:
             versions[dist] = importlib.metadata.version(dist)

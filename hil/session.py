@@ -22,12 +22,19 @@ from typing import Any
 import numpy as np
 
 from hil import compare
+from hil.arrays import Array
 from hil.budgets import LatencyStats, budget_for, judge_latency, judge_limit, latency_stats
 from hil.cache import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import DeviceRegistry, DeviceSpec, TimingPolicy, default_device_dirs
 from hil.errors import HilError, InfrastructureError, TargetCrash
-from hil.fingerprint import digest_of, input_spec, model_fingerprint, tensors_fingerprint, tool_versions
+from hil.fingerprint import (
+    digest_of,
+    input_spec,
+    model_fingerprint,
+    tensors_fingerprint,
+    tool_versions,
+)
 from hil.recipes import Recipe, make_recipe
 from hil.recipes.lowering import run_reference
 from hil.result import Accuracy, CheckResult
@@ -51,7 +58,7 @@ def default_results_dir() -> Path:
 
 @dataclass(frozen=True)
 class EagerReference:
-    outputs: tuple[np.ndarray, ...]
+    outputs: tuple[Array, ...]
     latency: LatencyStats | None
 
 
@@ -91,9 +98,9 @@ class Session:
         if name not in self._targets:
             spec = self.devices.get(name)
             target = make_target(spec)
-            self.progress(f"provisioning target {name} ({spec.kind})")
             try:
-                target.provision()
+                with _heartbeat(self.progress, f"provisioning target {name} ({spec.kind})"):
+                    target.provision()
             except HilError as e:
                 self._broken[name] = e
                 target.teardown()
@@ -193,11 +200,22 @@ class Session:
         reference = self.eager(built)
         deployment = device.deploy(artifact)
         run = device.run(deployment, built.inputs, case.timing or spec.latency.policy)
-        arrays = self._save_arrays(built, spec, recipe_obj, reference.outputs, run.outputs, artifact)
+        arrays = self._save_arrays(
+            built, spec, recipe_obj, reference.outputs, run.outputs, artifact
+        )
         return self._judge(
-            built, spec, recipe_obj, artifact, reference, run.outputs, arrays,
-            timings=run.timings_us, timing=run.timing, counters=run.counters,
-            deploy_bytes=deployment.bytes_sent, log_text=run.log,
+            built,
+            spec,
+            recipe_obj,
+            artifact,
+            reference,
+            run.outputs,
+            arrays,
+            timings=run.timings_us,
+            timing=run.timing,
+            counters=run.counters,
+            deploy_bytes=deployment.bytes_sent,
+            log_text=run.log,
         )
 
     def _judge(
@@ -207,7 +225,7 @@ class Session:
         recipe: Recipe,
         artifact: Artifact,
         reference: EagerReference,
-        outputs: tuple[np.ndarray, ...],
+        outputs: tuple[Array, ...],
         arrays: Path,
         *,
         timings: tuple[float, ...],
@@ -241,7 +259,10 @@ class Session:
         latency = latency_stats(timings, timing)
         budget = budget_for(case.budget_ms, spec, recipe.name)
         budget_breaches = judge_latency(latency, budget) + judge_limit(
-            ".pte size", artifact.size, spec.memory.pte_max_bytes, "bytes",
+            ".pte size",
+            artifact.size,
+            spec.memory.pte_max_bytes,
+            "bytes",
             f"memory.pte_max_bytes of {spec.source.name}",
         )
         return CheckResult(
@@ -271,15 +292,15 @@ class Session:
         built: BuiltCase,
         spec: DeviceSpec,
         recipe: Recipe,
-        reference: tuple[np.ndarray, ...],
-        outputs: tuple[np.ndarray, ...],
+        reference: tuple[Array, ...],
+        outputs: tuple[Array, ...],
         artifact: Artifact,
     ) -> Path:
         """Keep inputs, reference and outputs of every check, so a failure can be studied."""
         folder = self.results_dir / "arrays"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / (_safe(f"{built.case.name}--{spec.name}--{recipe.name}") + ".npz")
-        arrays: dict[str, np.ndarray] = {}
+        arrays: dict[str, Array] = {}
         for i, t in enumerate(built.inputs):
             arrays[f"input{i}"] = t.detach().numpy()
         for i, a in enumerate(reference):
@@ -325,7 +346,7 @@ def _heartbeat(progress: Progress, what: str, every_s: float = 5.0) -> Iterator[
         thread.join()
 
 
-def _accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
+def _accuracy(logits: Array, labels: Array) -> float:
     predicted = np.argmax(logits.reshape(len(labels), -1), axis=-1)
     return float(np.mean(predicted == labels))
 

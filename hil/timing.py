@@ -17,9 +17,8 @@ def timed_runs(run: Callable[[], R], policy: TimingPolicy) -> tuple[R, tuple[flo
     Stops early at `max_runs`, or at `max_time_s` once `min_runs` are done, so a slow model
     gets fewer repeats instead of a stalled suite. Returns the last result and the timings in us.
     """
-    result: R | None = None
     for _ in range(policy.warmup):
-        result = run()
+        run()
     timings: list[float] = []
     started = time.perf_counter()
     while True:
@@ -28,8 +27,6 @@ def timed_runs(run: Callable[[], R], policy: TimingPolicy) -> tuple[R, tuple[flo
         timings.append((time.perf_counter_ns() - begin) / 1000.0)
         elapsed = time.perf_counter() - started
         enough = len(timings) >= policy.min_runs and elapsed >= policy.min_time_s
-        if enough or len(timings) >= policy.max_runs:
-            break
-        if len(timings) >= policy.min_runs and elapsed >= policy.max_time_s:
-            break
-    return result, tuple(timings)  # type: ignore[return-value]  # min_runs >= 1 ran it
+        out_of_time = len(timings) >= policy.min_runs and elapsed >= policy.max_time_s
+        if enough or out_of_time or len(timings) >= policy.max_runs:
+            return result, tuple(timings)

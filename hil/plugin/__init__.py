@@ -42,7 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     options = read_options(config)
     try:
-        registry = DeviceRegistry.from_dirs(list(options.device_dirs) or default_device_dirs(config.rootpath))
+        registry = DeviceRegistry.from_dirs(
+            list(options.device_dirs) or default_device_dirs(config.rootpath)
+        )
         for name in options.targets:
             registry.get(name)
     except HilError as e:
@@ -65,7 +67,9 @@ def _say(config: pytest.Config, message: str) -> None:
 
 def _cases(marker: pytest.Mark) -> list[tuple[str, Case]]:
     if len(marker.args) != 1:
-        raise pytest.UsageError("hil_cases takes one argument: an iterable of hil.Case or a mapping id -> Case")
+        raise pytest.UsageError(
+            "hil_cases takes one argument: an iterable of hil.Case or a mapping id -> Case"
+        )
     table = marker.args[0]
     items: Iterable[tuple[str, Any]] = (
         table.items() if isinstance(table, Mapping) else ((c.name, c) for c in table)
@@ -73,9 +77,13 @@ def _cases(marker: pytest.Mark) -> list[tuple[str, Case]]:
     cases = []
     for key, case in items:
         if not isinstance(case, Case):
-            raise pytest.UsageError(f"hil_cases entry {key!r} is {type(case).__name__}, not hil.Case")
+            raise pytest.UsageError(
+                f"hil_cases entry {key!r} is {type(case).__name__}, not hil.Case"
+            )
         if key != case.name:
-            raise pytest.UsageError(f"hil_cases key {key!r} differs from the case's name {case.name!r}")
+            raise pytest.UsageError(
+                f"hil_cases key {key!r} differs from the case's name {case.name!r}"
+            )
         cases.append((key, case))
     return cases
 
@@ -90,14 +98,17 @@ class HilPlugin:
         self.seen: set[tuple[str, int]] = set()
 
     def pytest_report_header(self) -> str:
-        return f"hil: targets {', '.join(self.state.options.targets)}; cache {self.state.session.cache.root}"
+        targets = ", ".join(self.state.options.targets)
+        return f"hil: targets {targets}; cache {self.state.session.cache.root}"
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "hil_variant" not in metafunc.fixturenames:
             return
         marker = metafunc.definition.get_closest_marker("hil_cases")
         if marker is None:
-            raise pytest.UsageError(f"{metafunc.definition.nodeid} uses hil fixtures without @pytest.mark.hil_cases")
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid} uses hil fixtures without @pytest.mark.hil_cases"
+            )
         only_targets = _marker_names(metafunc, "hil_targets")
         only_recipes = _marker_names(metafunc, "hil_recipes")
         params = []
@@ -106,7 +117,9 @@ class HilPlugin:
                 if only_targets is not None and target not in only_targets:
                     continue
                 for recipe in self.state.registry.get(target).recipe_names:
-                    if (only_recipes is not None and recipe not in only_recipes) or not case.applies_to(target, recipe):
+                    if (
+                        only_recipes is not None and recipe not in only_recipes
+                    ) or not case.applies_to(target, recipe):
                         continue
                     variant = Variant(case_id, case, target, recipe)
                     marks = [getattr(pytest.mark, tag) for tag in sorted(case.tags)]
@@ -116,8 +129,11 @@ class HilPlugin:
                     params.append(pytest.param(variant, id=variant.id, marks=marks))
         metafunc.parametrize("hil_variant", params, indirect=True)
 
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        keep, drop = [], []
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
         for item in items:
             tags = {m.name for m in item.iter_markers()} & set(OPT_IN_TAGS)
             (drop if tags - self.state.options.opt_in_tags else keep).append(item)
@@ -134,7 +150,11 @@ class HilPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # setup, call and teardown reports all carry the item's properties: take each once
         for index, (name, record) in enumerate(report.user_properties):
-            if name == RECORD_KEY and (report.nodeid, index) not in self.seen:
+            if (
+                name == RECORD_KEY
+                and isinstance(record, dict)
+                and (report.nodeid, index) not in self.seen
+            ):
                 self.seen.add((report.nodeid, index))
                 self.state.records.append(record)
                 if self.results_file is not None:  # kept as it comes: a Ctrl-C loses nothing

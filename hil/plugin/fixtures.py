@@ -38,7 +38,9 @@ def hil_case(hil_variant: Variant) -> Any:
 
 
 @pytest.fixture
-def hil_target(request: pytest.FixtureRequest, hil_variant: Variant, hil_session: Session) -> Target:
+def hil_target(
+    request: pytest.FixtureRequest, hil_variant: Variant, hil_session: Session
+) -> Target:
     """The provisioned target. Unavailable here: skipped with the fix (an error under
     --hil-require). Broken earlier in this run: skipped with the first cause."""
     name = hil_variant.target

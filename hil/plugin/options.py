@@ -26,16 +26,29 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         help="a target that cannot run here fails its cases instead of skipping them (for CI)",
     )
-    group.addoption("--hil-full", action="store_true", help="also run cases tagged 'full' (the whole sweep)")
-    group.addoption("--hil-large", action="store_true", help="also run cases tagged 'large' (big models)")
-    group.addoption("--hil-cache-dir", type=Path, help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)")
     group.addoption(
-        "--hil-results-dir", type=Path, help="arrays and results (default: $HIL_RESULTS_DIR or .hil/results)"
+        "--hil-full", action="store_true", help="also run cases tagged 'full' (the whole sweep)"
     )
     group.addoption(
-        "--hil-devices", action="append", type=Path, help="folder of device files (default: ./devices)"
+        "--hil-large", action="store_true", help="also run cases tagged 'large' (big models)"
     )
-    parser.addini("hil_targets", "targets used when --target is not given", type="args", default=["host"])
+    group.addoption(
+        "--hil-cache-dir", type=Path, help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)"
+    )
+    group.addoption(
+        "--hil-results-dir",
+        type=Path,
+        help="arrays and results (default: $HIL_RESULTS_DIR or .hil/results)",
+    )
+    group.addoption(
+        "--hil-devices",
+        action="append",
+        type=Path,
+        help="folder of device files (default: ./devices)",
+    )
+    parser.addini(
+        "hil_targets", "targets used when --target is not given", type="args", default=["host"]
+    )
 
 
 @dataclass(frozen=True)
@@ -51,7 +64,11 @@ class HilOptions:
 def read_options(config: pytest.Config) -> HilOptions:
     targets = config.getoption("hil_targets") or config.getini("hil_targets")
     ordered = tuple(dict.fromkeys(t for item in targets for t in item.split(",") if t))
-    tags = {tag for tag, flag in OPT_IN_TAGS.items() if config.getoption(flag.lstrip("-").replace("-", "_"))}
+    tags = {
+        tag
+        for tag, flag in OPT_IN_TAGS.items()
+        if config.getoption(flag.lstrip("-").replace("-", "_"))
+    }
     return HilOptions(
         targets=ordered,
         require=bool(config.getoption("hil_require")),

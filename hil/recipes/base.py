@@ -12,8 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-import numpy as np
-
+from hil.arrays import Array
 from hil.case import BuiltCase
 from hil.errors import UsageError
 
@@ -31,7 +30,7 @@ class ExportProduct:
 
     pte: bytes
     output_scales: tuple[float | None, ...] = ()
-    quantized_reference: tuple[np.ndarray, ...] | None = None
+    quantized_reference: tuple[Array, ...] | None = None
     details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
@@ -54,13 +53,15 @@ class Recipe(ABC):
         self.options: Mapping[str, Any] = MappingProxyType({**self.option_defaults, **given})
         self.validate()
 
-    def validate(self) -> None:
+    def validate(self) -> None:  # noqa: B027 - optional hook, most recipes need no checks
         """Check option values; raise UsageError naming the option. Override where needed."""
 
     def key_material(self) -> Mapping[str, Any]:
         """What about this recipe changes the .pte: its name, options and its own code."""
         digest = hashlib.sha256()
-        modules = {cls.__module__ for cls in type(self).__mro__ if cls.__module__.startswith("hil.")}
+        modules = {
+            cls.__module__ for cls in type(self).__mro__ if cls.__module__.startswith("hil.")
+        }
         for module_name in sorted(modules | set(self.helper_modules)):
             digest.update(inspect.getsource(sys.modules[module_name]).encode())
         return {"recipe": self.name, "options": dict(self.options), "code": digest.hexdigest()}

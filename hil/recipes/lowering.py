@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
 import torch
 
+from hil.arrays import Array
 from hil.case import BuiltCase, Inputs
 from hil.errors import ExportError
 
@@ -75,7 +75,7 @@ def output_scales(graph: torch.fx.GraphModule) -> tuple[float | None, ...]:
     return tuple(scales)
 
 
-def run_reference(module: Callable[..., Any], inputs: Inputs) -> tuple[np.ndarray, ...]:
+def run_reference(module: Callable[..., Any], inputs: Inputs) -> tuple[Array, ...]:
     """Outputs of a PyTorch callable as float numpy arrays (flattening tuples and lists)."""
     with torch.no_grad():
         result = module(*inputs)

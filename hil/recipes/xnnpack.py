@@ -31,8 +31,11 @@ def delegation_details(pte: bytes) -> dict[str, Any]:
 
     program = deserialize_pte_binary(pte).program
     plan = program.execution_plan[0]
-    operators = [plan.operators[i.instr_args.op_index].name for i in plan.chains[0].instructions
-                 if type(i.instr_args).__name__ == "KernelCall"]
+    operators = [
+        plan.operators[i.instr_args.op_index].name
+        for i in plan.chains[0].instructions
+        if type(i.instr_args).__name__ == "KernelCall"
+    ]
     delegates = [d.id for d in plan.delegates]
     return {
         "delegates": len(delegates),

@@ -8,14 +8,19 @@ from typing import Any
 Record = Mapping[str, Any]
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[int] = ()) -> list[str]:
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[int] = ()
+) -> list[str]:
     """A plain aligned text table; columns in `right` are right-aligned (numbers)."""
     body = [list(map(str, row)) for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
     right_set = set(right)
 
     def line(cells: Sequence[str]) -> str:
-        parts = [c.rjust(w) if i in right_set else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        parts = [
+            c.rjust(w) if i in right_set else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
         return "  ".join(parts).rstrip()
 
     return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in body)]
@@ -56,21 +61,33 @@ def _budget(record: Record) -> str:
 
 
 def results_table(records: Sequence[Record]) -> list[str]:
-    headers = ["case", "backend", "max abs", "SQNR dB", "cosine", "verdict", "median", "p90", "budget"]
+    headers = [
+        "case",
+        "backend",
+        "max abs",
+        "SQNR dB",
+        "cosine",
+        "verdict",
+        "median",
+        "p90",
+        "budget",
+    ]
     rows = []
     for r in records:
         metrics = r.get("metrics") or {}
-        rows.append([
-            r["case"],
-            r["recipe"],
-            fmt_number(metrics.get("max_abs"), ".2e"),
-            fmt_number(metrics.get("sqnr_db"), ".1f"),
-            fmt_number(metrics.get("cosine"), ".5f"),
-            r["verdict"],
-            _latency(r, "median_us"),
-            _latency(r, "p90_us"),
-            _budget(r),
-        ])
+        rows.append(
+            [
+                r["case"],
+                r["recipe"],
+                fmt_number(metrics.get("max_abs"), ".2e"),
+                fmt_number(metrics.get("sqnr_db"), ".1f"),
+                fmt_number(metrics.get("cosine"), ".5f"),
+                r["verdict"],
+                _latency(r, "median_us"),
+                _latency(r, "p90_us"),
+                _budget(r),
+            ]
+        )
     return table(headers, rows, right=(2, 3, 4, 6, 7, 8))
 
 
@@ -87,10 +104,15 @@ def backend_latency_table(records: Sequence[Record]) -> list[str]:
     for case, per_recipe in by_case.items():
         if len(per_recipe) < 2:
             continue
-        eager = next((r.get("eager_latency") for r in per_recipe.values() if r.get("eager_latency")), None)
+        eager = next(
+            (r.get("eager_latency") for r in per_recipe.values() if r.get("eager_latency")), None
+        )
         rows.append(
             [case, fmt_us(eager["median_us"]) if eager else "-"]
-            + [fmt_us(per_recipe[x]["latency"]["median_us"]) if x in per_recipe else "-" for x in recipes]
+            + [
+                fmt_us(per_recipe[x]["latency"]["median_us"]) if x in per_recipe else "-"
+                for x in recipes
+            ]
         )
     if not rows:
         return []

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import numpy as np
-
+from hil.arrays import Array
 from hil.cache import Artifact
 from hil.case import Inputs
 from hil.devices import DeviceSpec, TimingPolicy
@@ -35,7 +34,9 @@ R = TypeVar("R")
 T = TypeVar("T", bound="Target")
 
 
-def requires(state: State) -> Callable[[Callable[Concatenate[T, P], R]], Callable[Concatenate[T, P], R]]:
+def requires(
+    state: State,
+) -> Callable[[Callable[Concatenate[T, P], R]], Callable[Concatenate[T, P], R]]:
     """Allow a Target method only in `state`."""
 
     def decorate(method: Callable[Concatenate[T, P], R]) -> Callable[Concatenate[T, P], R]:
@@ -71,7 +72,7 @@ class RunResult:
     `counters` carries device facts such as cycle counts and memory high-water marks.
     """
 
-    outputs: tuple[np.ndarray, ...]
+    outputs: tuple[Array, ...]
     timings_us: tuple[float, ...] = ()
     timing: str = "measured"
     counters: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
@@ -126,5 +127,5 @@ class Target(ABC):
     @abstractmethod
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult: ...
 
-    def _teardown(self) -> None:
+    def _teardown(self) -> None:  # noqa: B027 - optional hook: not every target holds resources
         """Override to release resources."""

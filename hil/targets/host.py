@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import torch
-
+from hil.arrays import to_array
 from hil.cache import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
@@ -58,13 +56,7 @@ class HostTarget(Target):
             outputs, timings = timed_runs(once, policy)
         except RuntimeError as e:
             raise TargetCrash(f"the ExecuTorch runtime failed to execute the model: {e}") from e
-        return RunResult(outputs=tuple(_to_numpy(o) for o in outputs), timings_us=timings)
+        return RunResult(outputs=tuple(to_array(o) for o in outputs), timings_us=timings)
 
     def _teardown(self) -> None:
         self._methods.clear()
-
-
-def _to_numpy(value: Any) -> np.ndarray:
-    if isinstance(value, torch.Tensor):
-        return value.detach().float().numpy().copy()
-    return np.asarray(value, dtype=np.float32)

@@ -1,0 +1,63 @@
+# Two commands matter:  `make suites` (set up + the main job)  and  `make test` (set up + our tests).
+# Everything else here is a step they share.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# Targets that need no hardware: they run on any machine once `make suites` has set it up.
+SUITE_TARGETS ?= host
+SUITE_ARGS    ?=
+TEST_ARGS     ?=
+
+# Debian packages for the emulated targets (QEMU boards, the emulated Pi, the virtual lab)
+# and the report tests (Chromium).
+APT_PACKAGES := qemu-system-arm qemu-user qemu-user-static gcc-arm-none-eabi \
+	libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib g++-aarch64-linux-gnu \
+	openssh-server openssh-client socat ser2net chromium
+APT_PROBES   := qemu-system-arm qemu-aarch64 arm-none-eabi-gcc aarch64-linux-gnu-g++ sshd socat ser2net chromium
+
+.PHONY: suites test setup system-deps lint bench clean
+
+suites: setup
+	$(BIN)/pytest suites $(addprefix --target=,$(SUITE_TARGETS)) $(SUITE_ARGS)
+
+test: setup
+	$(BIN)/pytest tests $(TEST_ARGS)
+
+setup: system-deps $(STAMP)
+
+# torch is installed first and pinned: this machine serves torch 2.13.0 (CPU) from local disk,
+# and an unpinned resolve may pull a multi-GB CUDA build instead.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Installs the Debian packages when one is missing and we may (root); otherwise says what to do.
+system-deps:
+	@missing=""; for tool in $(APT_PROBES); do \
+		PATH="$$PATH:/usr/sbin" command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing Debian packages (missing:$$missing)"; \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+				--no-install-recommends $(APT_PACKAGES) >/dev/null; \
+		else \
+			echo "warning: missing$$missing; run: sudo apt-get install $(APT_PACKAGES)"; \
+			echo "         (tests of the emulated targets skip until then)"; \
+		fi; \
+	fi
+
+lint: setup
+	$(BIN)/ruff check hil tests suites bench
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python bench/cold_warm.py
+
+clean:
+	rm -rf .hil build

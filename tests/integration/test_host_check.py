@@ -1,0 +1,141 @@
+"""End to end on the host target: the real exporter, the real ExecuTorch runtime, real numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import hil
+from hil import Case, seeded
+from hil.errors import BudgetExceeded, ExportError, OutputMismatch
+from hil.session import Session
+
+
+def tiny_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 7 * 7, 10)
+    )
+
+
+TINY = Case("tiny_cnn", tiny_cnn, seeded((1, 3, 16, 16)), classifier=True)
+
+
+class Perturbed(nn.Module):
+    """Eager output nudged by 0.05 on one element; the exported program is not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        if not torch.compiler.is_exporting():
+            y = y + torch.nn.functional.one_hot(torch.tensor(2), 4) * 0.05
+        return y
+
+
+class DataDependent(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:  # a Python branch on a value: torch.export cannot trace it
+            return x * 2
+        return x
+
+
+@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32", "xnnpack-int8"])
+def test_tiny_cnn_passes_on_every_host_recipe(session: Session, recipe: str) -> None:
+    result = session.check(TINY, "host", recipe)
+    assert result.passed, result.output_failure()
+    assert result.metrics is not None and result.metrics.top1 == 1.0
+    assert result.latency is not None and result.latency.runs >= 5
+    assert result.eager_latency is not None
+    assert result.arrays_path.exists()
+    if recipe == "xnnpack-int8":
+        assert "int8" in result.tolerance.basis
+        qref = result.quantized_reference_metrics
+        assert qref is not None and qref.max_abs <= result.artifact.output_scales[0]  # type: ignore[operator]
+    else:
+        assert result.artifact.details.get("delegates", 0) == (0 if recipe == "portable" else 1)
+
+
+def test_warm_session_exports_nothing_and_moves_no_bytes(
+    session: Session,
+    repo_devices,
+    shared_cache: Path,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    session.check(TINY, "host", "xnnpack-fp32")
+    with Session(devices=repo_devices, cache_dir=shared_cache, results_dir=tmp_path) as warm:
+        first = warm.check(TINY, "host", "xnnpack-fp32")
+        again = warm.check(TINY, "host", "xnnpack-fp32")
+    assert not first.artifact.exported_now and not again.artifact.exported_now
+    assert again.deploy_bytes == 0
+
+
+def test_perturbed_output_fails_naming_metric_tolerance_and_array_file(session: Session) -> None:
+    result = session.check(Case("perturbed", Perturbed, seeded((2, 8))), "host", "portable")
+    assert not result.passed and result.verdict == "MISMATCH"
+    with pytest.raises(OutputMismatch) as info:
+        result.raise_for_failures()
+    message = str(info.value)
+    assert "max_abs_error = 0.05" in message and "tolerance <=" in message
+    assert "fp32: 1e-05 + 0.0001 x peak" in message
+    assert str(result.arrays_path) in message
+    with np.load(result.arrays_path) as arrays:
+        diff = np.abs(arrays["reference0"] - arrays["output0"])
+    assert diff[:, 2] == pytest.approx(0.05, abs=1e-6)
+
+
+def test_unexportable_model_fails_with_the_exporters_message(session: Session) -> None:
+    with pytest.raises(ExportError) as info:
+        session.check(Case("branchy", DataDependent, seeded((4,))), "host", "portable")
+    assert "torch.export failed" in str(info.value)
+    assert "branchy" in str(info.value)
+    assert session.check(TINY, "host", "portable").passed  # the others still run
+
+
+def test_truncated_cached_pte_is_rebuilt_and_reported(
+    repo_devices,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    cache = tmp_path / "cache"
+    with Session(devices=repo_devices, cache_dir=cache, results_dir=tmp_path) as first:
+        pte = first.check(TINY, "host", "portable").artifact.pte_path
+    pte.write_bytes(pte.read_bytes()[:100])
+    with Session(devices=repo_devices, cache_dir=cache, results_dir=tmp_path) as second:
+        result = second.check(TINY, "host", "portable")
+    assert result.passed
+    assert result.artifact.rebuilt_because and "truncated" in result.artifact.rebuilt_because
+    assert result.to_record()["artifact"]["rebuilt_because"] == result.artifact.rebuilt_because
+
+
+def test_latency_budget_breach_fails_with_both_numbers(session: Session) -> None:
+    case = Case("tiny_cnn", tiny_cnn, seeded((1, 3, 16, 16)), budget_ms={"host/portable": 1e-6})
+    result = session.check(case, "host", "portable")
+    assert result.outputs_ok and result.verdict == "OVER BUDGET"
+    with pytest.raises(
+        BudgetExceeded, match=r"measured latency \(median\) .* ms exceeds budget 1e-06 ms"
+    ):
+        result.raise_for_failures()
+
+
+def test_accuracy_drop_is_judged_on_labelled_inputs(session: Session) -> None:
+    inputs = seeded((16, 3, 16, 16), seed=3)
+    labels = tiny_cnn()(inputs()[0]).argmax(-1)
+    case = Case("tiny_acc", tiny_cnn, inputs, labels=lambda: labels, max_accuracy_drop=0.0)
+    result = session.check(case, "host", "xnnpack-fp32")
+    assert result.accuracy is not None
+    assert result.accuracy.eager == 1.0 and result.accuracy.target == 1.0 and result.passed
+
+
+def test_library_api_without_pytest_plugin(shared_cache: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("HIL_CACHE_DIR", str(shared_cache))
+    monkeypatch.setenv("HIL_RESULTS_DIR", str(tmp_path))
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    result = hil.check(tiny_cnn(), torch.randn(1, 3, 16, 16), target="host", recipe="xnnpack-fp32")
+    assert result.passed and result.target == "host" and result.recipe == "xnnpack-fp32"

@@ -1,0 +1,261 @@
+"""The pytest glue, exercised through pytester against the real host target and exporter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HOST = """
+name: {name}
+kind: host
+recipes: [portable, xnnpack-fp32]
+latency: {{warmup: 1, min_runs: 3, min_time_s: 0.01, max_runs: 20}}
+"""
+
+SUITE = """
+import pytest, torch
+import hil
+
+def linear():
+    torch.manual_seed(0)
+    return torch.nn.Linear(8, 4)
+
+CASES = [
+    hil.Case("relu", torch.nn.ReLU, hil.seeded((1, 8))),
+    hil.Case("linear", linear, hil.seeded((2, 8)), recipes=frozenset({"portable"})),
+]
+
+@pytest.mark.hil_cases(CASES)
+def test_case(hil_check):
+    hil_check()
+"""
+
+# Simulates targets that cannot be had or whose link is down: the only stand-in in these tests,
+# at the boundary where a real board or emulator would be missing.
+SIMULATED_TARGETS = """
+from hil.errors import InfrastructureError, TargetUnavailable
+from hil.targets import host
+
+_real = host.HostTarget._provision
+
+def _provision(self):
+    if self.spec.name == "ghost":
+        raise TargetUnavailable("ghost board is not connected", fix="plug the board in")
+    if self.spec.name == "flaky":
+        raise InfrastructureError("serial link to flaky is down")
+    _real(self)
+
+def pytest_configure(config):
+    host.HostTarget._provision = _provision
+
+def pytest_unconfigure(config):
+    host.HostTarget._provision = _real
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, shared_cache: Path) -> pytest.Pytester:
+    devices = pytester.mkdir("devices")
+    for name in ("host", "host2", "ghost", "flaky"):
+        (devices / f"{name}.yaml").write_text(HOST.format(name=name))
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.makeconftest(SIMULATED_TARGETS)
+    pytester.makeini(
+        f"[pytest]\naddopts = --hil-cache-dir={shared_cache} -p no:cacheprovider -p no:labgrid -W ignore::pytest.PytestAssertRewriteWarning\n"
+    )
+    return pytester
+
+
+def test_unknown_target_is_a_usage_error_listing_valid_names(project: pytest.Pytester) -> None:
+    result = project.runpytest("--target=hots")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*unknown target 'hots'; valid targets: flaky, ghost, host, host2*"]
+    )
+
+
+def test_each_target_and_recipe_is_a_parametrize_axis(project: pytest.Pytester) -> None:
+    result = project.runpytest("--target=host", "--target=host2", "--collect-only", "-q")
+    collected = {line.split("::")[1] for line in result.stdout.lines if "::" in line}
+    assert collected == {
+        "test_case[relu-host-portable]",
+        "test_case[relu-host-xnnpack-fp32]",
+        "test_case[linear-host-portable]",  # restricted to portable by the case
+        "test_case[relu-host2-portable]",
+        "test_case[relu-host2-xnnpack-fp32]",
+        "test_case[linear-host2-portable]",
+    }
+
+
+def test_run_passes_and_prints_one_table_per_target(project: pytest.Pytester) -> None:
+    result = project.runpytest("--target=host", "--target=host2")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(
+        [
+            "*hil summary*",
+            "target host: 3/3 passed",
+            "case*backend*max abs*SQNR dB*cosine*verdict*median*p90*budget",
+            "relu*portable*PASS*",
+            "target host: median latency by backend",
+            "case*eager*portable*xnnpack-fp32",
+            "target host2: 3/3 passed",
+        ]
+    )
+
+
+def test_unavailable_target_is_skipped_with_reason_and_fix(project: pytest.Pytester) -> None:
+    result = project.runpytest("--target=ghost", "-rs")
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines(
+        ["*target ghost unavailable: ghost board is not connected", "*fix: plug the board in"]
+    )
+
+
+def test_require_option_turns_the_skip_into_a_failure(project: pytest.Pytester) -> None:
+    result = project.runpytest("--target=ghost", "--hil-require")
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(["*target ghost is required but unavailable*"])
+
+
+def test_broken_target_errors_once_then_skips_with_the_first_cause(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest("--target=flaky", "--target=host", "-rs")
+    result.assert_outcomes(errors=1, skipped=2, passed=3)
+    result.stdout.fnmatch_lines(
+        ["*out of service since an earlier failure: serial link to flaky is down*"]
+    )
+
+
+def test_markers_restrict_targets_and_recipes(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_marked="""
+        import pytest, torch, hil
+        @pytest.mark.hil_targets("host2")
+        @pytest.mark.hil_recipes("xnnpack-fp32")
+        @pytest.mark.hil_cases([hil.Case("relu", torch.nn.ReLU, hil.seeded((1, 8)))])
+        def test_only(hil_check):
+            hil_check()
+    """
+    )
+    result = project.runpytest(
+        "test_marked.py", "--target=host", "--target=host2", "--collect-only", "-q"
+    )
+    result.stdout.fnmatch_lines(["*test_only[[]relu-host2-xnnpack-fp32[]]", "*1 test collected*"])
+
+
+def test_failure_names_metric_tolerance_and_arrays(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_wrong="""
+        import pytest, torch, hil
+        class Nudged(torch.nn.Module):
+            def forward(self, x):
+                return x + (0.0 if torch.compiler.is_exporting() else 0.5)
+        @pytest.mark.hil_cases([hil.Case("nudged", Nudged, hil.seeded((1, 8)))])
+        def test_wrong(hil_check):
+            hil_check()
+    """
+    )
+    result = project.runpytest("test_wrong.py", "--target=host")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*OutputMismatch: nudged on host [[]portable[]]: outputs disagree with eager PyTorch*",
+            "*max_abs_error = 0.5, tolerance <= *",
+            "*full arrays (inputs, reference, outputs): *nudged--host--portable.npz*",
+        ]
+    )
+
+
+def test_export_failure_fails_that_case_and_the_others_run(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_export="""
+        import pytest, torch, hil
+        class Branchy(torch.nn.Module):
+            def forward(self, x):
+                return x * 2 if x.sum() > 0 else x
+        CASES = [hil.Case("branchy", Branchy, hil.seeded((4,))), hil.Case("relu", torch.nn.ReLU, hil.seeded((4,)))]
+        @pytest.mark.hil_cases(CASES)
+        def test_export(hil_check):
+            hil_check()
+    """
+    )
+    result = project.runpytest("test_export.py", "--target=host")
+    result.assert_outcomes(failed=2, passed=2)
+    result.stdout.fnmatch_lines(
+        ["*ExportError: case 'branchy': torch.export failed*", "branchy*EXPORT FAILED*"]
+    )
+
+
+def test_case_xfail_is_strict(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_xfail="""
+        import pytest, torch, hil
+        class Nudged(torch.nn.Module):
+            def forward(self, x):
+                return x + (0.0 if torch.compiler.is_exporting() else 0.5)
+        CASES = [
+            hil.Case("nudged", Nudged, hil.seeded((1, 8)), xfail={"portable": "known eager drift"}),
+            hil.Case("relu", torch.nn.ReLU, hil.seeded((1, 8)), xfail={"portable": "wrongly expected"}),
+        ]
+        @pytest.mark.hil_cases(CASES)
+        @pytest.mark.hil_recipes("portable")
+        def test_x(hil_check):
+            hil_check()
+    """
+    )
+    result = project.runpytest("test_xfail.py", "--target=host")
+    result.assert_outcomes(xfailed=1, failed=1)  # the relu XPASS is strict: a failure
+
+
+def test_opt_in_tags_are_deselected_unless_asked(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_tags="""
+        import pytest, torch, hil
+        CASES = [hil.Case("big", torch.nn.ReLU, hil.seeded((1, 8)), tags=frozenset({"large"})),
+                 hil.Case("more", torch.nn.ReLU, hil.seeded((1, 8)), tags=frozenset({"full"}))]
+        @pytest.mark.hil_cases(CASES)
+        @pytest.mark.hil_recipes("portable")
+        def test_t(hil_check):
+            hil_check()
+    """
+    )
+    project.runpytest("test_tags.py", "--target=host").assert_outcomes(deselected=2)
+    project.runpytest("test_tags.py", "--target=host", "--hil-full").assert_outcomes(
+        passed=1, deselected=1
+    )
+    project.runpytest("test_tags.py", "--target=host", "--hil-large", "--hil-full").assert_outcomes(
+        passed=2
+    )
+
+
+def test_interrupt_keeps_results_and_prints_the_summary(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_interrupt="""
+        import pytest, torch, hil
+        CASES = [hil.Case("first", torch.nn.ReLU, hil.seeded((1, 8))), hil.Case("second", torch.nn.Tanh, hil.seeded((1, 8)))]
+        @pytest.mark.hil_cases(CASES)
+        @pytest.mark.hil_recipes("portable")
+        def test_i(hil_check, hil_case):
+            if hil_case.name == "second":
+                raise KeyboardInterrupt
+            hil_check()
+    """
+    )
+    result = project.runpytest_inprocess(
+        "test_interrupt.py", "--target=host", no_reraise_ctrlc=True
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["*hil summary*", "target host: 1/1 passed", "first*portable*PASS*"]
+    )
+    records = (project.path / ".hil" / "results" / "records.jsonl").read_text().splitlines()
+    assert len(records) == 1 and '"case": "first"' in records[0]
+
+
+def test_hil_fixtures_without_cases_marker_are_a_usage_error(project: pytest.Pytester) -> None:
+    project.makepyfile(test_bare="def test_bare(hil_check):\n    hil_check()\n")
+    result = project.runpytest("test_bare.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED or result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*without @pytest.mark.hil_cases*"])
