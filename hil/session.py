@@ -43,7 +43,7 @@ from hil.timing import timed_runs
 
 log = logging.getLogger("hil.session")
 
-EAGER_POLICY = TimingPolicy(warmup=2, min_runs=5, min_time_s=0.1, max_runs=200, max_time_s=2.0)
+EAGER_POLICY = TimingPolicy(warmup=2, min_runs=5, min_time_s=0.05, max_runs=200, max_time_s=2.0)
 
 Progress = Callable[[str], None]
 
