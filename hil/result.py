@@ -51,6 +51,7 @@ class CheckResult:
     counters: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     deploy_bytes: int = 0
     log: str = ""
+    target_info: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def outputs_ok(self) -> bool:
@@ -137,6 +138,7 @@ class CheckResult:
             },
             "arrays": str(self.arrays_path),
             "deploy_bytes": self.deploy_bytes,
+            "target_info": dict(self.target_info),
         }
 
 

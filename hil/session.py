@@ -216,6 +216,7 @@ class Session:
             counters=run.counters,
             deploy_bytes=deployment.bytes_sent,
             log_text=run.log,
+            target_info=device.describe(),
         )
 
     def _judge(
@@ -233,6 +234,7 @@ class Session:
         counters: Mapping[str, float],
         deploy_bytes: int,
         log_text: str,
+        target_info: Mapping[str, str],
     ) -> CheckResult:
         case = built.case
         problems = tuple(compare.shape_problems(reference.outputs, outputs))
@@ -285,6 +287,7 @@ class Session:
             counters=counters,
             deploy_bytes=deploy_bytes,
             log=log_text,
+            target_info=target_info,
         )
 
     def _save_arrays(

@@ -16,13 +16,20 @@ import pytest
 from hil.case import Case
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
-from hil.plugin.fixtures import hil_case, hil_check, hil_session, hil_target, hil_variant
+from hil.plugin.fixtures import (
+    hil_artifact,
+    hil_case,
+    hil_check,
+    hil_session,
+    hil_target,
+    hil_variant,
+)
 from hil.plugin.options import OPT_IN_TAGS, add_options, read_options
 from hil.plugin.state import RECORD_KEY, STATE, HilState, Variant
 from hil.report import summary
 from hil.session import Session
 
-__all__ = ["hil_case", "hil_check", "hil_session", "hil_target", "hil_variant"]
+__all__ = ["hil_artifact", "hil_case", "hil_check", "hil_session", "hil_target", "hil_variant"]
 
 MARKERS = (
     "hil_cases(cases): run the test once per case x target x recipe; cases is an iterable of "
@@ -31,6 +38,12 @@ MARKERS = (
     "hil_recipes(*names): restrict the test to these recipes",
     *(f"{tag}: hil case tag, run only with {flag}" for tag, flag in OPT_IN_TAGS.items()),
 )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from hil.plugin import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

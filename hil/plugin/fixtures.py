@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from hil.cache import Artifact
 from hil.errors import HilError, TargetUnavailable
 from hil.plugin.records import error_record
 from hil.plugin.state import RECORD_KEY, STATE, Variant
+from hil.recipes import make_recipe
 from hil.result import CheckResult
 from hil.session import Session
 from hil.targets import Target
@@ -59,18 +61,32 @@ def hil_target(
 
 
 @pytest.fixture
+def hil_artifact(hil_variant: Variant, hil_session: Session) -> Artifact:
+    """The compiled .pte of this variant (exported now or taken from the cache)."""
+    spec = hil_session.devices.get(hil_variant.target).recipe(hil_variant.recipe)
+    recipe = make_recipe(spec.name, spec.options)
+    return hil_session.artifact(hil_session.built(hil_variant.case), recipe)
+
+
+@pytest.fixture
 def hil_check(
     request: pytest.FixtureRequest, hil_variant: Variant, hil_target: Target, hil_session: Session
 ) -> Callable[[], CheckResult]:
     """Call it to export, deploy, run and judge this variant; it raises on a failed verdict."""
 
+    hook = request.config.hook
+
     def check() -> CheckResult:
         try:
             result = hil_session.check(hil_variant.case, hil_variant.target, hil_variant.recipe)
         except HilError as e:
-            request.node.user_properties.append((RECORD_KEY, error_record(hil_variant, e)))
+            record = error_record(hil_variant, e)
+            request.node.user_properties.append((RECORD_KEY, record))
+            hook.pytest_hil_error(item=request.node, record=record, error=e)
             raise
-        request.node.user_properties.append((RECORD_KEY, result.to_record()))
+        record = result.to_record()
+        request.node.user_properties.append((RECORD_KEY, record))
+        hook.pytest_hil_result(item=request.node, result=result, record=record)
         result.raise_for_failures()
         return result
 
