@@ -45,6 +45,8 @@ log = logging.getLogger("hil.session")
 
 EAGER_POLICY = TimingPolicy(warmup=2, min_runs=5, min_time_s=0.05, max_runs=200, max_time_s=2.0)
 
+BUILT_CASES_KEPT = 4
+
 Progress = Callable[[str], None]
 
 
@@ -117,12 +119,21 @@ class Session:
         return self._broken.get(name)
 
     def built(self, case: Case) -> BuiltCase:
-        memo = self._built.get(case.name)
+        """The case's module and inputs, built once while the case is in use.
+
+        Suites run case by case (every target and recipe of a case in a row), so a few recent
+        cases are kept and older ones released: a sweep of big models does not pile up in memory.
+        """
+        memo = self._built.pop(case.name, None)
         if memo is None or memo[0] is not case:
             memo = (case, case.build())
-            self._built[case.name] = memo
             self._eager.pop(case.name, None)
             self._fingerprints.pop(case.name, None)
+        self._built[case.name] = memo  # most recent last
+        while len(self._built) > BUILT_CASES_KEPT:
+            oldest = next(iter(self._built))
+            del self._built[oldest]
+            self._eager.pop(oldest, None)
         return memo[1]
 
     def artifact(self, built: BuiltCase, recipe: Recipe) -> Artifact:

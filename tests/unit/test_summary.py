@@ -1,0 +1,46 @@
+"""Terminal summary tables render from records alone (what xdist workers send back)."""
+
+from __future__ import annotations
+
+from hil.report.summary import backend_latency_table, fmt_us, render
+
+
+def record(case: str, recipe: str, median: float, verdict: str = "PASS", timing: str = "measured") -> dict:  # type: ignore[type-arg]
+    return {
+        "case": case,
+        "target": "host",
+        "recipe": recipe,
+        "verdict": verdict,
+        "metrics": {"max_abs": 1.5e-7, "sqnr_db": "inf", "cosine": 1.0},
+        "latency": {"median_us": median, "p90_us": median * 1.1, "timing": timing},
+        "eager_latency": {"median_us": 300.0},
+        "budget": {"limit_ms": 5.0, "statistic": "median"},
+    }
+
+
+def test_one_table_per_target_with_verdicts_and_budget() -> None:
+    lines = render([record("mv2", "portable", 13000.0), record("mv2", "xnnpack-fp32", 72.0, "MISMATCH")])
+    assert lines[0] == "target host: 1/2 passed"
+    assert lines[1].split() == ["case", "backend", "max", "abs", "SQNR", "dB", "cosine", "verdict", "median", "p90", "budget"]
+    assert "13.00 ms" in lines[3] and "inf" in lines[3] and "5.00 ms median" in lines[3]
+    assert "MISMATCH" in lines[4]
+
+
+def test_backend_table_puts_eager_beside_each_backend() -> None:
+    lines = backend_latency_table([record("mv2", "portable", 13000.0), record("mv2", "xnnpack-fp32", 72.0)])
+    assert lines[0].split() == ["case", "eager", "portable", "xnnpack-fp32"]
+    assert lines[2].split() == ["mv2", "300.0", "us", "13.00", "ms", "72.0", "us"]
+
+
+def test_estimated_latency_is_labelled() -> None:
+    lines = render([record("mv2", "ethos-u", 900.0, timing="estimated")])
+    assert "900.0 us (est)" in lines[3]
+
+
+def test_error_records_without_metrics_render() -> None:
+    lines = render([{"case": "bad", "target": "host", "recipe": "portable", "verdict": "EXPORT FAILED"}])
+    assert "EXPORT FAILED" in lines[3] and lines[0] == "target host: 0/1 passed"
+
+
+def test_durations_pick_readable_units() -> None:
+    assert (fmt_us(12.34), fmt_us(1234.0), fmt_us(2.5e6), fmt_us(None)) == ("12.3 us", "1.23 ms", "2.50 s", "-")
