@@ -3,6 +3,7 @@
     <root>/artifacts/<key>/model.pte        the program
     <root>/artifacts/<key>/artifact.json    its sha256, size, recipe facts, tool versions
     <root>/artifacts/<key>/*                recipe side files (Vela summary, quantized reference)
+    <root>/failed/<key>/                    what a failed export left behind (dumps, logs)
 
 Entries are built in a private folder and renamed into place, so a crash never leaves half an
 entry; a file lock keeps two processes (xdist workers) from exporting the same key twice. An
@@ -190,6 +191,16 @@ class ArtifactCache:
             fix=known.get("fix"),
         )
 
+    def _keep_failed(self, key: str, workdir: Path) -> Path | None:
+        """Move what a failed export left in its work folder (dumps, logs) where users find it."""
+        if not any(workdir.iterdir()):
+            return None
+        kept = self.root / "failed" / key
+        shutil.rmtree(kept, ignore_errors=True)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(workdir, kept)
+        return kept
+
     def _build(
         self,
         key: str,
@@ -203,7 +214,15 @@ class ArtifactCache:
         workdir = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=self.root / "artifacts"))
         try:
             started = time.perf_counter()
-            product = build(workdir)
+            try:
+                product = build(workdir)
+            except ExportError as e:
+                kept = self._keep_failed(key, workdir)
+                if kept is None:
+                    raise
+                raise ExportError(
+                    f"{e.message}\n  the exporter's files are kept in {kept}", fix=e.fix
+                ) from e
             seconds = time.perf_counter() - started
             (workdir / PTE_NAME).write_bytes(product.pte)
             if product.quantized_reference is not None:
