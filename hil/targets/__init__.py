@@ -11,6 +11,7 @@ from hil.targets.base import Deployment, RunResult, State, Target
 # kind -> "module:Class", imported only when a device of that kind is used.
 TARGET_CLASSES = {
     "host": "hil.targets.host:HostTarget",
+    "serial": "hil.targets.serial:SerialTarget",
 }
 
 

@@ -1,0 +1,17 @@
+# Posix platform: a process whose link is stdio, a tty or an inherited descriptor.
+target_sources(hil-runner PRIVATE ${HIL_SRC}/platform/posix/platform_posix.c)
+target_compile_definitions(hil-runner PRIVATE HIL_MAX_PAYLOAD=1048576u HIL_GAP_MS=250u)
+
+# The frame check and the model hash sit on the transfer's critical path; where the system
+# offers zlib's and OpenSSL's accelerated versions, use them (the portable ones remain).
+find_package(ZLIB QUIET)
+if(ZLIB_FOUND)
+  target_compile_definitions(hil_protocol PRIVATE HIL_HAVE_ZLIB=1)
+  target_link_libraries(hil_protocol PUBLIC ZLIB::ZLIB)
+endif()
+find_package(OpenSSL QUIET COMPONENTS Crypto)
+if(OpenSSL_FOUND)
+  target_compile_definitions(hil_protocol PRIVATE HIL_HAVE_OPENSSL=1)
+  target_link_libraries(hil_protocol PUBLIC OpenSSL::Crypto)
+endif()
+message(STATUS "hil-runner: zlib crc32 ${ZLIB_FOUND}, OpenSSL sha256 ${OpenSSL_FOUND}")

@@ -1,0 +1,398 @@
+/* The ExecuTorch engine: a .pte received into the model pool becomes a Program (read in place
+ * through a buffer loader, no copy), its "forward" method is loaded with allocators carved
+ * from the platform's pools, and each run binds the inputs and executes.
+ *
+ * Every allocator records its high-water mark, which the host reads as the model's memory
+ * use per pool. Inputs are bound with set_input() before every execute(): memory planning may
+ * reuse an input's buffer for activations, so a bound input does not survive a run. */
+#include <cinttypes>
+#include <cstring>
+#include <new>
+
+#include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/core/hierarchical_allocator.h>
+#include <executorch/runtime/core/memory_allocator.h>
+#include <executorch/runtime/executor/memory_manager.h>
+#include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/platform/platform.h>
+#include <executorch/runtime/platform/runtime.h>
+
+#include "../platform/platform.h"
+#include "../protocol/server.h"
+#include "../protocol/wire.h"
+#include "engine.h"
+
+#ifndef HIL_EXECUTORCH_VERSION
+#define HIL_EXECUTORCH_VERSION "unknown"
+#endif
+#ifndef HIL_MAX_PLANNED_BUFFERS
+#define HIL_MAX_PLANNED_BUFFERS 16
+#endif
+
+namespace {
+
+using executorch::aten::ScalarType;
+using executorch::aten::Tensor;
+using executorch::aten::TensorImpl;
+using executorch::extension::BufferDataLoader;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::HierarchicalAllocator;
+using executorch::runtime::MemoryAllocator;
+using executorch::runtime::MemoryManager;
+using executorch::runtime::Method;
+using executorch::runtime::MethodMeta;
+using executorch::runtime::Program;
+using executorch::runtime::Result;
+using executorch::runtime::Span;
+
+/* Storage for an object built later and destroyed early, without heap or exceptions. */
+template <typename T>
+class Slot {
+ public:
+    template <typename... Args>
+    T &emplace(Args &&...args) {
+        reset();
+        T *object = new (storage_) T(static_cast<Args &&>(args)...);
+        live_ = true;
+        return *object;
+    }
+    void reset() {
+        if (live_) get().~T();
+        live_ = false;
+    }
+    T &get() { return *reinterpret_cast<T *>(storage_); }
+    bool live() const { return live_; }
+
+ private:
+    alignas(T) unsigned char storage_[sizeof(T)];
+    bool live_ = false;
+};
+
+/* A bump allocator over one platform pool that remembers its peak and its last refusal. */
+class PoolAllocator : public MemoryAllocator {
+ public:
+    PoolAllocator(const hil_pool_t &pool)
+        : MemoryAllocator(static_cast<uint32_t>(pool.size > UINT32_MAX ? UINT32_MAX : pool.size),
+                          pool.base) {}
+    void *allocate(size_t size, size_t alignment = kDefaultAlignment) override {
+        void *p = MemoryAllocator::allocate(size, alignment);
+        if (p == nullptr) {
+            refused_ = size;
+        } else if (used_size() > peak_) {
+            peak_ = used_size();
+        }
+        return p;
+    }
+    size_t peak() const { return peak_; }
+    size_t refused() const { return refused_; }
+
+ private:
+    size_t peak_ = 0;
+    size_t refused_ = 0;
+};
+
+struct Input {
+    uint8_t *data;
+    size_t capacity;
+    hil_tensor_desc_t desc;
+    TensorImpl::SizesType sizes[HIL_MAX_DIMS];
+    TensorImpl::DimOrderType dim_order[HIL_MAX_DIMS];
+    TensorImpl::StridesType strides[HIL_MAX_DIMS];
+};
+
+struct State {
+    size_t model_size = 0;
+    Slot<BufferDataLoader> loader;
+    Slot<Program> program;
+    Slot<PoolAllocator> method_pool;
+    Slot<PoolAllocator> temp_pool;
+    Slot<HierarchicalAllocator> planned;
+    Slot<MemoryManager> memory;
+    Slot<Method> method;
+    Span<uint8_t> planned_spans[HIL_MAX_PLANNED_BUFFERS];
+    size_t planned_used = 0;
+    size_t io_used = 0;
+    size_t num_inputs = 0;
+    size_t num_outputs = 0;
+    Input inputs[HIL_MAX_TENSORS];
+    Slot<TensorImpl> input_impls[HIL_MAX_TENSORS];
+    /* peaks of the previous method survive its unload until the next load */
+    size_t method_peak = 0;
+    size_t temp_peak = 0;
+};
+
+State *g_state;
+alignas(State) unsigned char g_state_storage[sizeof(State)];
+
+void forward_log(et_timestamp_t, et_pal_log_level_t level, const char *file, const char *,
+                 size_t line, const char *message, size_t length) {
+    int ours = level == kError || level == kFatal ? HIL_LOG_ERROR
+               : level == kInfo                   ? HIL_LOG_INFO
+                                                  : HIL_LOG_DEBUG;
+    while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r')) length--;
+    const char *base = std::strrchr(file, '/');
+    hil_log(ours, "executorch %s:%u: %.*s", base ? base + 1 : file, static_cast<unsigned>(line),
+            static_cast<int>(length), message);
+}
+
+uint8_t *take(size_t &used, const hil_pool_t &pool, size_t size) {
+    size_t start = (used + 63u) & ~static_cast<size_t>(63u);
+    if (pool.base == nullptr || start > pool.size || size > pool.size - start) return nullptr;
+    used = start + size;
+    return pool.base + start;
+}
+
+void describe(hil_tensor_desc_t *out, ScalarType type, Span<const int32_t> sizes,
+              Span<const uint8_t> order, size_t nbytes) {
+    std::memset(out, 0, sizeof(*out));
+    out->dtype = static_cast<uint8_t>(type);
+    out->ndim = static_cast<uint8_t>(sizes.size() > HIL_MAX_DIMS ? HIL_MAX_DIMS : sizes.size());
+    for (size_t i = 0; i < out->ndim; i++) {
+        out->dims[i] = sizes[i];
+        out->dim_order[i] = i < order.size() ? order[i] : static_cast<uint8_t>(i);
+    }
+    out->nbytes = nbytes;
+}
+
+const char *et_version() { return HIL_EXECUTORCH_VERSION; }
+
+int et_init(hil_error_t *) {
+    executorch::runtime::runtime_init();
+    executorch::runtime::register_pal(
+        executorch::runtime::PalImpl::create(forward_log, __FILE__));
+    g_state = new (g_state_storage) State();
+    return 0;
+}
+
+uint8_t *et_model_buffer(size_t *capacity) {
+    hil_pool_t pool = hil_platform_pool(HIL_POOL_MODEL);
+    *capacity = pool.size;
+    return pool.base;
+}
+
+void et_unload() {
+    State &s = *g_state;
+    for (auto &impl : s.input_impls) impl.reset();
+    s.method.reset();
+    s.memory.reset();
+    s.planned.reset();
+    if (s.method_pool.live()) s.method_peak = s.method_pool.get().peak();
+    if (s.temp_pool.live()) s.temp_peak = s.temp_pool.get().peak();
+    s.method_pool.reset();
+    s.temp_pool.reset();
+    s.program.reset();
+    s.loader.reset();
+    s.planned_used = s.io_used = 0;
+    s.num_inputs = s.num_outputs = 0;
+    s.model_size = 0;
+}
+
+int fail(hil_error_t *err, uint16_t code, uint64_t a, uint64_t b, const char *what, Error e) {
+    hil_error_set(err, code, a, b, "%s: %s (ExecuTorch error 0x%x)", what,
+                  executorch::runtime::to_string(e), static_cast<unsigned>(e));
+    et_unload();
+    return -1;
+}
+
+int plan_memory(State &s, const MethodMeta &meta, hil_error_t *err) {
+    hil_pool_t pool = hil_platform_pool(HIL_POOL_PLANNED);
+    size_t n = meta.num_memory_planned_buffers();
+    if (n > HIL_MAX_PLANNED_BUFFERS) {
+        hil_error_set(err, HIL_ERR_LOAD_FAILED, n, HIL_MAX_PLANNED_BUFFERS,
+                      "the method has %u memory-planned buffers, this runner handles %u",
+                      static_cast<unsigned>(n), HIL_MAX_PLANNED_BUFFERS);
+        return -1;
+    }
+    size_t needed = 0;
+    for (size_t i = 0; i < n; i++) needed += static_cast<size_t>(meta.memory_planned_buffer_size(i).get()) + 64u;
+    for (size_t i = 0; i < n; i++) {
+        size_t size = static_cast<size_t>(meta.memory_planned_buffer_size(i).get());
+        uint8_t *buffer = take(s.planned_used, pool, size);
+        if (buffer == nullptr) {
+            hil_error_set(err, HIL_ERR_OUT_OF_MEMORY, needed, pool.size,
+                          "memory-planned buffers need %zu bytes, the planned pool has %zu",
+                          needed, pool.size);
+            return -1;
+        }
+        s.planned_spans[i] = Span<uint8_t>(buffer, size);
+    }
+    s.planned.emplace(Span<Span<uint8_t>>(s.planned_spans, n));
+    return 0;
+}
+
+int prepare_inputs(State &s, const MethodMeta &meta, hil_error_t *err) {
+    hil_pool_t io = hil_platform_pool(HIL_POOL_IO);
+    s.num_inputs = meta.num_inputs();
+    s.num_outputs = meta.num_outputs();
+    if (s.num_inputs > HIL_MAX_TENSORS || s.num_outputs > HIL_MAX_TENSORS) {
+        hil_error_set(err, HIL_ERR_LOAD_FAILED, s.num_inputs, s.num_outputs,
+                      "the method has %zu inputs and %zu outputs; this runner handles %d each",
+                      s.num_inputs, s.num_outputs, HIL_MAX_TENSORS);
+        return -1;
+    }
+    for (size_t i = 0; i < s.num_inputs; i++) {
+        auto info = meta.input_tensor_meta(i);
+        if (!info.ok()) {
+            hil_error_set(err, HIL_ERR_LOAD_FAILED, i, 0,
+                          "input %zu is not a tensor; the runner feeds tensors only", i);
+            return -1;
+        }
+        Input &in = s.inputs[i];
+        describe(&in.desc, info->scalar_type(), info->sizes(), info->dim_order(), info->nbytes());
+        in.capacity = info->nbytes();
+        in.data = take(s.io_used, io, in.capacity);
+        if (in.data == nullptr) {
+            hil_error_set(err, HIL_ERR_OUT_OF_MEMORY, s.io_used + in.capacity, io.size,
+                          "inputs need %zu bytes, the io pool has %zu", s.io_used + in.capacity,
+                          io.size);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int et_load(size_t size, hil_error_t *err) {
+    et_unload();
+    State &s = *g_state;
+    size_t capacity = 0;
+    uint8_t *model = et_model_buffer(&capacity);
+    s.loader.emplace(model, size);
+    Result<Program> program = Program::load(&s.loader.get());
+    if (!program.ok()) {
+        return fail(err, HIL_ERR_LOAD_FAILED, size, 0, "not a loadable .pte", program.error());
+    }
+    s.program.emplace(static_cast<Program &&>(program.get()));
+    /* "forward" when the program has it (every export does), else its first method. */
+    const char *name = "forward";
+    if (!s.program.get().method_meta(name).ok()) {
+        Result<const char *> first = s.program.get().get_method_name(0);
+        if (!first.ok()) return fail(err, HIL_ERR_LOAD_FAILED, 0, 0, "the program has no method", first.error());
+        name = first.get();
+    }
+    Result<MethodMeta> meta = s.program.get().method_meta(name);
+    if (!meta.ok()) return fail(err, HIL_ERR_LOAD_FAILED, 0, 0, "method metadata", meta.error());
+    if (plan_memory(s, meta.get(), err) != 0 || prepare_inputs(s, meta.get(), err) != 0) {
+        et_unload();
+        return -1;
+    }
+    s.method_pool.emplace(hil_platform_pool(HIL_POOL_METHOD));
+    s.temp_pool.emplace(hil_platform_pool(HIL_POOL_TEMP));
+    s.memory.emplace(&s.method_pool.get(), &s.planned.get(), &s.temp_pool.get());
+    Result<Method> method = s.program.get().load_method(name, &s.memory.get());
+    if (!method.ok()) {
+        if (method.error() == Error::MemoryAllocationFailed) {
+            size_t refused = s.method_pool.get().refused();
+            return fail(err, HIL_ERR_OUT_OF_MEMORY, refused, s.method_pool.get().size(),
+                        "the method allocator ran out of its pool", method.error());
+        }
+        return fail(err, HIL_ERR_LOAD_FAILED, 0, 0, "load_method failed", method.error());
+    }
+    s.method.emplace(static_cast<Method &&>(method.get()));
+    s.model_size = size;
+    return 0;
+}
+
+size_t et_num_inputs() { return g_state->num_inputs; }
+size_t et_num_outputs() { return g_state->num_outputs; }
+
+int et_input_desc(size_t index, hil_tensor_desc_t *out) {
+    if (index >= g_state->num_inputs) return -1;
+    *out = g_state->inputs[index].desc;
+    return 0;
+}
+
+uint8_t *et_input_buffer(size_t index, const hil_tensor_desc_t *desc, hil_error_t *err) {
+    State &s = *g_state;
+    if (index >= s.num_inputs) {
+        hil_error_set(err, HIL_ERR_BAD_INPUT, index, s.num_inputs, "input %zu: the model has %zu inputs",
+                      index, s.num_inputs);
+        return nullptr;
+    }
+    Input &in = s.inputs[index];
+    if (desc->dtype != in.desc.dtype || desc->nbytes > in.capacity || desc->ndim != in.desc.ndim) {
+        hil_error_set(err, HIL_ERR_BAD_INPUT, desc->nbytes, in.capacity,
+                      "input %zu: got dtype %u, %u dims, %llu bytes; the model takes dtype %u, "
+                      "%u dims, %zu bytes",
+                      index, desc->dtype, desc->ndim, static_cast<unsigned long long>(desc->nbytes),
+                      in.desc.dtype, in.desc.ndim, in.capacity);
+        return nullptr;
+    }
+    in.desc = *desc;
+    /* Strides follow from the sizes and the memory order, innermost dimension first. */
+    int64_t stride = 1;
+    for (int k = static_cast<int>(desc->ndim) - 1; k >= 0; k--) {
+        uint8_t d = desc->dim_order[k];
+        in.strides[d] = static_cast<TensorImpl::StridesType>(stride);
+        stride *= desc->dims[d];
+    }
+    for (size_t k = 0; k < desc->ndim; k++) {
+        in.sizes[k] = desc->dims[k];
+        in.dim_order[k] = desc->dim_order[k];
+    }
+    s.input_impls[index].emplace(static_cast<ScalarType>(desc->dtype), desc->ndim, in.sizes, in.data,
+                                 in.dim_order, in.strides);
+    return in.data;
+}
+
+int et_execute(hil_error_t *err) {
+    State &s = *g_state;
+    Method &method = s.method.get();
+    for (size_t i = 0; i < s.num_inputs; i++) {
+        if (!s.input_impls[i].live()) {
+            hil_error_set(err, HIL_ERR_BAD_INPUT, i, 0, "input %zu was not set", i);
+            return -1;
+        }
+        Error e = method.set_input(EValue(Tensor(&s.input_impls[i].get())), i);
+        if (e != Error::Ok) {
+            hil_error_set(err, HIL_ERR_BAD_INPUT, i, static_cast<uint64_t>(e),
+                          "set_input(%zu) refused: %s (ExecuTorch error 0x%x)", i,
+                          executorch::runtime::to_string(e), static_cast<unsigned>(e));
+            return -1;
+        }
+    }
+    Error e = method.execute();
+    if (e != Error::Ok) {
+        hil_error_set(err, HIL_ERR_RUN_FAILED, static_cast<uint64_t>(e), 0,
+                      "execute() failed: %s (ExecuTorch error 0x%x)",
+                      executorch::runtime::to_string(e), static_cast<unsigned>(e));
+        return -1;
+    }
+    return 0;
+}
+
+int et_output(size_t index, hil_tensor_desc_t *desc, const uint8_t **data) {
+    State &s = *g_state;
+    if (!s.method.live() || index >= s.num_outputs) return -1;
+    const EValue &value = s.method.get().get_output(index);
+    if (!value.isTensor()) return -1;
+    Tensor t = value.toTensor();
+    describe(desc, t.scalar_type(), Span<const int32_t>(t.sizes().data(), t.sizes().size()),
+             Span<const uint8_t>(t.dim_order().data(), t.dim_order().size()), t.nbytes());
+    *data = static_cast<const uint8_t *>(t.const_data_ptr());
+    return 0;
+}
+
+size_t et_pool_stats(hil_pool_stat_t *out, size_t max) {
+    State &s = *g_state;
+    if (max < HIL_POOL_COUNT) return 0;
+    size_t method_peak = s.method_pool.live() ? s.method_pool.get().peak() : s.method_peak;
+    size_t temp_peak = s.temp_pool.live() ? s.temp_pool.get().peak() : s.temp_peak;
+    const char *names[HIL_POOL_COUNT] = {"model", "method", "planned", "temp", "io"};
+    size_t peaks[HIL_POOL_COUNT] = {s.model_size, method_peak, s.planned_used, temp_peak, s.io_used};
+    for (int i = 0; i < HIL_POOL_COUNT; i++) {
+        out[i].name = names[i];
+        out[i].size = hil_platform_pool(static_cast<hil_pool_id_t>(i)).size;
+        out[i].peak = peaks[i];
+    }
+    return HIL_POOL_COUNT;
+}
+
+}  // namespace
+
+extern "C" const hil_engine_t hil_executorch_engine = {
+    "executorch",  HIL_ENGINE_EXECUTORCH, et_version,      et_init,    et_model_buffer,
+    et_load,       et_unload,             et_num_inputs,   et_num_outputs, et_input_desc,
+    et_input_buffer, et_execute,          et_output,       et_pool_stats,
+};

@@ -1,0 +1,72 @@
+/* The protocol server: receives requests, answers them through an engine, and keeps the
+ * promises of PROTOCOL.md (a repeated request gets the same reply without running twice, a
+ * corrupted request gets a NAK, every reply is one frame). */
+#ifndef HIL_SERVER_H
+#define HIL_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../engine/engine.h"
+#include "frame.h"
+#include "sha256.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const hil_engine_t *engine;
+    hil_rx_t rx;
+    uint8_t *tx;           /* the last reply, kept whole so a repeated request is answered */
+    size_t tx_cap;
+    size_t tx_len;
+    size_t max_payload;
+    int has_last;
+    uint8_t last_type;
+    uint16_t last_seq;
+    uint16_t current_seq;  /* the request being handled (progress and fault frames name it) */
+
+    /* model transfer */
+    int loading;
+    uint64_t load_size;
+    uint64_t load_received;
+    uint8_t load_hash[32];
+    hil_sha256_t load_sha;
+    int holds_model;
+    uint8_t held_hash[32];
+
+    /* inputs of the held model as the host set them */
+    uint8_t *input_buf[HIL_MAX_TENSORS];
+    uint64_t input_size[HIL_MAX_TENSORS];
+    uint64_t input_received[HIL_MAX_TENSORS];
+
+    int debug_arm; /* HIL_DEBUG_* to trigger inside the next RUN, 0 for none */
+} hil_server_t;
+
+/* Serve until the link closes. `buf`/`cap` is the memory for both frame buffers. */
+int hil_server_run(const hil_engine_t *engine, uint8_t *rx_buf, size_t rx_cap, uint8_t *tx_buf,
+                   size_t tx_cap, uint32_t gap_ms);
+
+/* The reply under construction: write the payload here, then call hil_server_reply(). */
+uint8_t *hil_server_payload(hil_server_t *s);
+void hil_server_reply(hil_server_t *s, uint8_t type, uint32_t len);
+void hil_server_error(hil_server_t *s, const hil_error_t *err);
+void hil_server_progress(hil_server_t *s, uint32_t runs_done);
+
+/* One request: `frame` is a checked frame of a request type. Defined in commands.c. */
+void hil_server_dispatch(hil_server_t *s, const hil_frame_t *frame);
+void hil_server_soft_reset(hil_server_t *s);
+
+/* printf-style log line to the local sink and, as a LOG frame, to the host. */
+void hil_log(int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

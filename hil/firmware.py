@@ -1,0 +1,230 @@
+"""Building the runner in firmware/ for a target, cached by configuration hash.
+
+A device file names the runner it needs in `connection.firmware`: a CMake preset of
+firmware/CMakePresets.json, optionally with extra cache variables:
+
+    connection:
+      firmware: host                      # or
+      firmware: {preset: cortex-m55, defines: {HIL_DEBUG_COMMANDS: "OFF"}}
+
+The configuration hash covers the firmware sources, the preset, the defines, the compiler's
+identity and (for the ExecuTorch engine on posix) the executorch package version. It is
+compiled into the runner as its build id, so the handshake tells whether a board runs exactly
+this build, and the build lives in `<firmware dir>/<hash>/`: CI builds each configuration once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from hil.devices import DeviceSpec
+from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+
+log = logging.getLogger("hil.firmware")
+
+SOURCE_DIR = Path(__file__).resolve().parent.parent / "firmware"
+# preset -> (compiler that identifies the toolchain, whether it links the executorch wheel)
+PRESETS: Mapping[str, tuple[str, bool]] = MappingProxyType({
+    "host": ("c++", True),
+    "linux-aarch64": ("aarch64-linux-gnu-g++", True),
+    "cortex-m55": ("arm-none-eabi-gcc", False),
+    "corstone-300": ("arm-none-eabi-gcc", False),
+    "corstone-320": ("arm-none-eabi-gcc", False),
+})
+INSTALL_HINT = {
+    "c++": "apt-get install g++",
+    "aarch64-linux-gnu-g++": "apt-get install g++-aarch64-linux-gnu",
+    "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi "
+    "libstdc++-arm-none-eabi-newlib",
+}
+
+
+@dataclass(frozen=True)
+class FirmwareConfig:
+    preset: str
+    defines: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def compiler(self) -> str:
+        return PRESETS[self.preset][0]
+
+
+@dataclass(frozen=True)
+class BuiltRunner:
+    """A built runner: its binary and the build id it reports in the handshake."""
+
+    config: FirmwareConfig
+    build_id: str
+    binary: Path
+    built_now: bool
+
+
+def default_firmware_dir() -> Path:
+    return Path(os.environ.get("HIL_FIRMWARE_DIR", ".hil/firmware"))
+
+
+def firmware_config(spec: DeviceSpec, default_preset: str = "host") -> FirmwareConfig:
+    """The runner configuration a device file asks for."""
+    raw = spec.connection.get("firmware", default_preset)
+    if isinstance(raw, str):
+        preset, defines = raw, {}
+    elif isinstance(raw, Mapping) and isinstance(raw.get("preset"), str):
+        preset, defines = raw["preset"], dict(raw.get("defines") or {})
+    else:
+        raise DeviceSpecError(
+            f"{spec.source}: connection.firmware must be a preset name or {{preset, defines}}, "
+            f"got {raw!r}",
+            fix="presets: " + ", ".join(PRESETS),
+        )
+    if preset not in PRESETS:
+        raise DeviceSpecError(
+            f"{spec.source}: connection.firmware names preset {preset!r}, which "
+            "firmware/CMakePresets.json does not have",
+            fix="presets: " + ", ".join(PRESETS),
+        )
+    return FirmwareConfig(preset, MappingProxyType({str(k): str(v) for k, v in defines.items()}))
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler_identity(compiler: str) -> str:
+    path = shutil.which(compiler)
+    if path is None:
+        raise TargetUnavailable(
+            f"the compiler {compiler} is not installed",
+            fix=INSTALL_HINT.get(compiler, f"install {compiler}"),
+        )
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    return out.stdout.splitlines()[0] if out.stdout else path
+
+
+def _executorch_root() -> Path:
+    import executorch
+
+    return Path(next(iter(executorch.__path__)))
+
+
+def _source_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(SOURCE_DIR.rglob("*")):
+        relative = path.relative_to(SOURCE_DIR)
+        if path.is_file() and relative.parts[0] != "build":
+            digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def config_hash(config: FirmwareConfig) -> str:
+    """The hash that names a build and becomes its build id."""
+    material = {
+        "sources": _source_digest(),
+        "preset": config.preset,
+        "defines": dict(sorted(config.defines.items())),
+        "compiler": _compiler_identity(config.compiler),
+    }
+    if PRESETS[config.preset][1] and config.defines.get("HIL_ENGINE_EXECUTORCH", "ON") != "OFF":
+        material["executorch"] = importlib.metadata.version("executorch")
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def build_id_for(config: FirmwareConfig) -> str:
+    return f"{config.preset}-{config_hash(config)[:16]}"
+
+
+def _cmake() -> str:
+    """pip's cmake beside this Python first: the executorch package needs CMake >= 3.28."""
+    beside = Path(sys.executable).parent / "cmake"
+    found = str(beside) if beside.exists() else shutil.which("cmake")
+    if found is None:
+        raise TargetUnavailable("cmake is not installed", fix="pip install cmake (3.28 or newer)")
+    return found
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run(command: list[str], what: str, log_file: Path) -> None:
+    log.info("%s: %s", what, " ".join(command))
+    with log_file.open("a") as out:
+        out.write("$ " + " ".join(command) + "\n")
+        out.flush()
+        try:
+            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=900)
+        except subprocess.TimeoutExpired as e:
+            raise DeployError(f"{what} took over 15 minutes; log: {log_file}") from e
+    if done.returncode != 0:
+        tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-25:])
+        raise DeployError(
+            f"{what} failed (exit {done.returncode}); last lines of {log_file}:\n{tail}",
+            fix="fix the firmware sources or the toolchain; the full log is in the file above",
+        )
+
+
+def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = None) -> BuiltRunner:
+    """Build (or reuse) the runner for `config`."""
+    digest = config_hash(config)
+    build_id = f"{config.preset}-{digest[:16]}"
+    folder = (root or default_firmware_dir()).resolve() / digest
+    record = folder / "runner.json"
+    with _locked(folder.parent / f"{digest}.lock"):
+        if record.exists() and not force:
+            binary = Path(json.loads(record.read_text())["binary"])
+            if binary.exists():
+                return BuiltRunner(config, build_id, binary, built_now=False)
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        log_file = folder / "build.log"
+        defines = {"HIL_BUILD_ID": build_id, **config.defines}
+        if PRESETS[config.preset][1] and config.preset == "host":
+            defines.setdefault("EXECUTORCH_ROOT", str(_executorch_root()))
+        build_dir = folder / "build"
+        command = [_cmake(), "-S", str(SOURCE_DIR), "--preset", config.preset, "-B", str(build_dir)]
+        if shutil.which("ninja") is None:
+            command += ["-G", "Unix Makefiles"]
+        command += [f"-D{k}={v}" for k, v in defines.items()]
+        started = time.monotonic()
+        _run(command, f"configuring the {config.preset} runner", log_file)
+        _run([_cmake(), "--build", str(build_dir), "--parallel"],
+             f"building the {config.preset} runner", log_file)
+        found = [p for p in (build_dir / "hil-runner", build_dir / "hil-runner.elf") if p.exists()]
+        if not found:
+            raise DeployError(f"the {config.preset} build made no hil-runner; see {log_file}")
+        binary = found[0]
+        record.write_text(json.dumps({
+            "build_id": build_id, "preset": config.preset, "defines": dict(config.defines),
+            "binary": str(binary), "seconds": round(time.monotonic() - started, 1),
+        }, indent=2))
+        log.info("built %s in %.1f s: %s", build_id, time.monotonic() - started, binary)
+        return BuiltRunner(config, build_id, binary, built_now=True)
+
+
+def build_firmware(spec: DeviceSpec, force: bool = False) -> Path:
+    """`hil firmware build --target NAME`: the built runner's path."""
+    return build(firmware_config(spec, _default_preset(spec)), force=force).binary
+
+
+def _default_preset(spec: DeviceSpec) -> str:
+    virtual = spec.connection.get("virtual")
+    return "cortex-m55" if virtual == "qemu-mps3-an547" else "host"

@@ -1,0 +1,109 @@
+"""Flashing a runner onto a board: a pluggable step named in the device file.
+
+    connection:
+      flash: {command: [pyocd, flash, -t, corstone300, "{image}"]}       # any command line
+      flash: {labgrid: {config: lab.yaml, target: main, driver: OpenOCDDriver}}
+
+SerialTarget flashes only when the runner on the board reports another build id than the
+one built for this device file, so a board is flashed once and then reused.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from hil.devices import DeviceSpec
+from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+
+
+class Flasher(Protocol):
+    def flash(self, image: Path) -> None: ...
+
+    def describe(self) -> str: ...
+
+
+class CommandFlasher:
+    """Runs a command line with `{image}` replaced by the runner's path (pyOCD, OpenOCD, ...)."""
+
+    def __init__(self, argv: list[str], timeout_s: float = 300.0) -> None:
+        self.argv = argv
+        self.timeout_s = timeout_s
+        self.log = logging.getLogger("hil.flash.CommandFlasher")
+
+    def describe(self) -> str:
+        return " ".join(self.argv)
+
+    def flash(self, image: Path) -> None:
+        command = [part.replace("{image}", str(image)) for part in self.argv]
+        self.log.info("flashing: %s", " ".join(command))
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=self.timeout_s)
+        except FileNotFoundError as e:
+            raise TargetUnavailable(
+                f"the flash command {command[0]!r} is not installed",
+                fix="install it, or change connection.flash in the device file",
+            ) from e
+        except subprocess.TimeoutExpired as e:
+            raise DeployError(
+                f"flashing took over {self.timeout_s:.0f} s: {' '.join(command)}"
+            ) from e
+        if done.returncode != 0:
+            output = (done.stdout + done.stderr).strip().splitlines()[-15:]
+            raise DeployError(
+                f"flashing failed (exit {done.returncode}): {' '.join(command)}\n"
+                + "\n".join(output),
+                fix="check the probe connection and connection.flash in the device file",
+            )
+
+
+class LabgridFlasher:
+    """Flashes through a labgrid target's bootstrap driver (OpenOCDDriver, ...)."""
+
+    def __init__(self, config: str, target: str, driver: str) -> None:
+        self.config = config
+        self.target = target
+        self.driver = driver
+
+    def describe(self) -> str:
+        return f"labgrid {self.config} target {self.target} driver {self.driver}"
+
+    def flash(self, image: Path) -> None:
+        try:
+            from labgrid import Environment
+        except ImportError as e:
+            raise TargetUnavailable("labgrid is not installed", fix="pip install labgrid") from e
+        try:
+            target = Environment(self.config).get_target(self.target)
+            driver: Any = target.get_driver(self.driver)
+            target.activate(driver)
+            driver.load(str(image))
+        except Exception as e:  # labgrid raises its own exception types from many places
+            raise DeployError(
+                f"labgrid could not flash {image} with {self.driver}: {type(e).__name__}: {e}",
+                fix=f"check {self.config} and that the place is acquired",
+            ) from e
+
+
+def make_flasher(spec: DeviceSpec) -> Flasher | None:
+    raw = spec.connection.get("flash")
+    if raw is None:
+        return None
+    if isinstance(raw, Mapping) and "command" in raw:
+        argv = raw["command"]
+        if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
+            raise DeviceSpecError(
+                f"{spec.source}: connection.flash.command must be a list of strings"
+            )
+        return CommandFlasher(list(argv), float(raw.get("timeout_s", 300.0)))
+    if isinstance(raw, Mapping) and isinstance(raw.get("labgrid"), Mapping):
+        lg = raw["labgrid"]
+        return LabgridFlasher(str(lg["config"]), str(lg.get("target", "main")),
+                              str(lg.get("driver", "OpenOCDDriver")))
+    raise DeviceSpecError(
+        f"{spec.source}: connection.flash must be {{command: [...]}} or "
+        f"{{labgrid: {{config, target, driver}}}}, got {raw!r}"
+    )
