@@ -57,6 +57,18 @@ def cmd_firmware_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_selftest(args: argparse.Namespace) -> int:
+    """Bring-up checks of a serial target's runner: handshake, transfer, echo, throughput."""
+    from hil.protocol.selftest import selftest
+    from hil.targets.serial import runner_client
+
+    spec = _registry(args).get(args.target)
+    with runner_client(spec) as client:
+        report = selftest(client)
+    print(report.render())
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hil", description=__doc__)
     parser.add_argument(
@@ -78,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--target", required=True, help="device name, e.g. vboard or pi5")
     build.add_argument("--force", action="store_true", help="rebuild even if cached")
     build.set_defaults(run=cmd_firmware_build)
+
+    check = commands.add_parser("selftest", help="bring-up checks of a serial target's runner")
+    check.add_argument("--target", required=True, help="device name, e.g. qemu-m55 or vboard")
+    check.set_defaults(run=cmd_selftest)
     return parser
 
 

@@ -130,11 +130,11 @@ def make_board(spec: DeviceSpec, runner: Path | None, args: Sequence[str] = ()) 
     if runner is None:
         raise DeviceSpecError(f"{spec.source}: the virtual board {virtual!r} needs a built runner")
     if virtual == "host-runner":
-        from hil.targets.vboard import HostRunnerBoard
+        from hil.targets.virtual_boards import HostRunnerBoard
 
         return HostRunnerBoard(spec.name, runner, args)
     if virtual == "qemu-mps3-an547":
-        from hil.targets.qemu_board import QemuBoard
+        from hil.targets.virtual_boards import QemuBoard
 
         return QemuBoard(spec.name, runner, args)
     raise DeviceSpecError(

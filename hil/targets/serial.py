@@ -13,15 +13,16 @@ service with that first cause).
 
 from __future__ import annotations
 
+import contextlib
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from hil import firmware
 from hil.arrays import to_array
 from hil.cache import Artifact
 from hil.case import Inputs
-from hil.devices import TimingPolicy
+from hil.devices import DeviceSpec, TimingPolicy
 from hil.errors import (
     CaseError,
     DeployError,
@@ -54,15 +55,7 @@ class SerialTarget(Target):
         self._methods: dict[str, m.MethodInfo] = {}
         self._held: str | None = None
         self._link = None
-        virtual = self.spec.connection.get("virtual")
-        self._runner = None
-        if virtual is not None:
-            preset = DEFAULT_PRESET.get(str(virtual), "host")
-            self._runner = firmware.build(firmware.firmware_config(self.spec, preset))
-        self._board = make_board(
-            self.spec, self._runner.binary if self._runner else None,
-            string_list(self.spec, "runner_args"),
-        )
+        self._runner, self._board = prepare_board(self.spec)
         try:
             self._connect()
             self._info = self._ensure_build(self._info)
@@ -80,10 +73,7 @@ class SerialTarget(Target):
 
     def _connect(self) -> None:
         url = self._board.start()
-        baudrate = int(self.spec.connection.get("baudrate", 115200))
-        self._link = SerialLink(url, baudrate=baudrate).open()
-        policy = link_policy(self.spec.connection)
-        self._client = RunnerClient(self._link, name=self.spec.name, policy=policy)
+        self._link, self._client = open_client(self.spec, url)
         self._info = self._call("the handshake", self._client.hello)
         self._held = self._info.held_sha256 if self._info.holds_model else None
         self.log.info(
@@ -227,6 +217,36 @@ class SerialTarget(Target):
             outputs=outputs, timings_us=times.micros, timing=self.spec.latency.timing,
             counters=counters, log="\n".join(self._client.take_log()),
         )
+
+
+def prepare_board(spec: DeviceSpec) -> tuple[firmware.BuiltRunner | None, Board]:
+    """The board of a serial device file, with its runner built first if the board is virtual."""
+    virtual = spec.connection.get("virtual")
+    runner = None
+    if virtual is not None:
+        preset = DEFAULT_PRESET.get(str(virtual), "host")
+        runner = firmware.build(firmware.firmware_config(spec, preset))
+    board = make_board(spec, runner.binary if runner else None, string_list(spec, "runner_args"))
+    return runner, board
+
+
+def open_client(spec: DeviceSpec, url: str) -> tuple[SerialLink, RunnerClient]:
+    link = SerialLink(url, baudrate=int(spec.connection.get("baudrate", 115200))).open()
+    return link, RunnerClient(link, name=spec.name, policy=link_policy(spec.connection))
+
+
+@contextlib.contextmanager
+def runner_client(spec: DeviceSpec) -> Iterator[RunnerClient]:
+    """A started board and a client on its link, for tools (selftest) rather than model runs."""
+    _, board = prepare_board(spec)
+    try:
+        link, client = open_client(spec, board.start())
+        try:
+            yield client
+        finally:
+            link.close()
+    finally:
+        board.stop()
 
 
 def link_policy(connection: Any) -> LinkPolicy:

@@ -66,7 +66,11 @@ extern const hil_engine_t hil_echo_engine;
 extern const hil_engine_t hil_executorch_engine;
 #endif
 
-void hil_error_set(hil_error_t *err, uint16_t code, uint64_t a, uint64_t b, const char *fmt, ...);
+void hil_error_set(hil_error_t *err, uint16_t code, uint64_t a, uint64_t b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,9 @@ using executorch::runtime::Program;
 using executorch::runtime::Result;
 using executorch::runtime::Span;
 
+/* printf's %lu on every target: size_t and uint64_t differ in width between them. */
+inline unsigned long UL(uint64_t v) { return static_cast<unsigned long>(v); }
+
 /* Storage for an object built later and destroyed early, without heap or exceptions. */
 template <typename T>
 class Slot {
@@ -212,8 +215,8 @@ int plan_memory(State &s, const MethodMeta &meta, hil_error_t *err) {
         uint8_t *buffer = take(s.planned_used, pool, size);
         if (buffer == nullptr) {
             hil_error_set(err, HIL_ERR_OUT_OF_MEMORY, needed, pool.size,
-                          "memory-planned buffers need %zu bytes, the planned pool has %zu",
-                          needed, pool.size);
+                          "memory-planned buffers need %lu bytes, the planned pool has %lu",
+                          UL(needed), UL(pool.size));
             return -1;
         }
         s.planned_spans[i] = Span<uint8_t>(buffer, size);
@@ -228,15 +231,15 @@ int prepare_inputs(State &s, const MethodMeta &meta, hil_error_t *err) {
     s.num_outputs = meta.num_outputs();
     if (s.num_inputs > HIL_MAX_TENSORS || s.num_outputs > HIL_MAX_TENSORS) {
         hil_error_set(err, HIL_ERR_LOAD_FAILED, s.num_inputs, s.num_outputs,
-                      "the method has %zu inputs and %zu outputs; this runner handles %d each",
-                      s.num_inputs, s.num_outputs, HIL_MAX_TENSORS);
+                      "the method has %lu inputs and %lu outputs; this runner handles %d each",
+                      UL(s.num_inputs), UL(s.num_outputs), HIL_MAX_TENSORS);
         return -1;
     }
     for (size_t i = 0; i < s.num_inputs; i++) {
         auto info = meta.input_tensor_meta(i);
         if (!info.ok()) {
             hil_error_set(err, HIL_ERR_LOAD_FAILED, i, 0,
-                          "input %zu is not a tensor; the runner feeds tensors only", i);
+                          "input %lu is not a tensor; the runner feeds tensors only", UL(i));
             return -1;
         }
         Input &in = s.inputs[i];
@@ -245,8 +248,8 @@ int prepare_inputs(State &s, const MethodMeta &meta, hil_error_t *err) {
         in.data = take(s.io_used, io, in.capacity);
         if (in.data == nullptr) {
             hil_error_set(err, HIL_ERR_OUT_OF_MEMORY, s.io_used + in.capacity, io.size,
-                          "inputs need %zu bytes, the io pool has %zu", s.io_used + in.capacity,
-                          io.size);
+                          "inputs need %lu bytes, the io pool has %lu", UL(s.io_used + in.capacity),
+                          UL(io.size));
             return -1;
         }
     }
@@ -306,17 +309,17 @@ int et_input_desc(size_t index, hil_tensor_desc_t *out) {
 uint8_t *et_input_buffer(size_t index, const hil_tensor_desc_t *desc, hil_error_t *err) {
     State &s = *g_state;
     if (index >= s.num_inputs) {
-        hil_error_set(err, HIL_ERR_BAD_INPUT, index, s.num_inputs, "input %zu: the model has %zu inputs",
-                      index, s.num_inputs);
+        hil_error_set(err, HIL_ERR_BAD_INPUT, index, s.num_inputs,
+                      "input %lu: the model has %lu inputs", UL(index), UL(s.num_inputs));
         return nullptr;
     }
     Input &in = s.inputs[index];
     if (desc->dtype != in.desc.dtype || desc->nbytes > in.capacity || desc->ndim != in.desc.ndim) {
         hil_error_set(err, HIL_ERR_BAD_INPUT, desc->nbytes, in.capacity,
-                      "input %zu: got dtype %u, %u dims, %llu bytes; the model takes dtype %u, "
-                      "%u dims, %zu bytes",
-                      index, desc->dtype, desc->ndim, static_cast<unsigned long long>(desc->nbytes),
-                      in.desc.dtype, in.desc.ndim, in.capacity);
+                      "input %lu: got dtype %u, %u dims, %lu bytes; the model takes dtype %u, "
+                      "%u dims, %lu bytes",
+                      UL(index), desc->dtype, desc->ndim, UL(desc->nbytes), in.desc.dtype,
+                      in.desc.ndim, UL(in.capacity));
         return nullptr;
     }
     in.desc = *desc;
@@ -341,13 +344,13 @@ int et_execute(hil_error_t *err) {
     Method &method = s.method.get();
     for (size_t i = 0; i < s.num_inputs; i++) {
         if (!s.input_impls[i].live()) {
-            hil_error_set(err, HIL_ERR_BAD_INPUT, i, 0, "input %zu was not set", i);
+            hil_error_set(err, HIL_ERR_BAD_INPUT, i, 0, "input %lu was not set", UL(i));
             return -1;
         }
         Error e = method.set_input(EValue(Tensor(&s.input_impls[i].get())), i);
         if (e != Error::Ok) {
             hil_error_set(err, HIL_ERR_BAD_INPUT, i, static_cast<uint64_t>(e),
-                          "set_input(%zu) refused: %s (ExecuTorch error 0x%x)", i,
+                          "set_input(%lu) refused: %s (ExecuTorch error 0x%x)", UL(i),
                           executorch::runtime::to_string(e), static_cast<unsigned>(e));
             return -1;
         }

@@ -22,6 +22,8 @@ void hil_error_set(hil_error_t *err, uint16_t code, uint64_t a, uint64_t b, cons
     va_end(args);
 }
 
+static void refuse(hil_server_t *s, uint16_t code, uint64_t a, uint64_t b, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 static void refuse(hil_server_t *s, uint16_t code, uint64_t a, uint64_t b, const char *fmt, ...) {
     hil_error_t err;
     err.code = code;
@@ -139,8 +141,8 @@ static void cmd_load_begin(hil_server_t *s, hil_reader_t *r) {
     (void)s->engine->model_buffer(&capacity);
     if (size > capacity) {
         refuse(s, HIL_ERR_TOO_LARGE, size, capacity,
-               "model of %llu bytes does not fit the %llu-byte model pool",
-               (unsigned long long)size, (unsigned long long)capacity);
+               "model of %lu bytes does not fit the %lu-byte model pool",
+               (unsigned long)size, (unsigned long)capacity);
         return;
     }
     hil_server_soft_reset(s); /* the model buffer is about to be overwritten */
@@ -150,7 +152,7 @@ static void cmd_load_begin(hil_server_t *s, hil_reader_t *r) {
     s->load_received = 0;
     s->loading = 1;
     hil_sha256_init(&s->load_sha);
-    hil_log(HIL_LOG_INFO, "receiving a model of %llu bytes", (unsigned long long)size);
+    hil_log(HIL_LOG_INFO, "receiving a model of %lu bytes", (unsigned long)size);
     hil_wr_u8(&w, 0);
     hil_wr_u32(&w, (uint32_t)(s->max_payload - 8));
     hil_server_reply(s, HIL_CMD_LOAD_BEGIN | HIL_REPLY, (uint32_t)w.used);
@@ -166,9 +168,9 @@ static void cmd_load_chunk(hil_server_t *s, hil_reader_t *r) {
     }
     if (offset > s->load_received || offset + n > s->load_size) {
         refuse(s, HIL_ERR_SEQUENCE, s->load_received, offset,
-               "chunk at offset %llu, but %llu of %llu bytes have arrived",
-               (unsigned long long)offset, (unsigned long long)s->load_received,
-               (unsigned long long)s->load_size);
+               "chunk at offset %lu, but %lu of %lu bytes have arrived",
+               (unsigned long)offset, (unsigned long)s->load_received,
+               (unsigned long)s->load_size);
         return;
     }
     /* A chunk overlapping what already arrived is a retransmission: keep only the new part. */
@@ -188,8 +190,8 @@ static void cmd_load_chunk(hil_server_t *s, hil_reader_t *r) {
 static void cmd_load_end(hil_server_t *s) {
     if (!s->loading || s->load_received != s->load_size) {
         refuse(s, HIL_ERR_SEQUENCE, s->load_received, s->load_size,
-               "LOAD_END after %llu of %llu bytes", (unsigned long long)s->load_received,
-               (unsigned long long)s->load_size);
+               "LOAD_END after %lu of %lu bytes", (unsigned long)s->load_received,
+               (unsigned long)s->load_size);
         return;
     }
     s->loading = 0;
@@ -197,8 +199,8 @@ static void cmd_load_end(hil_server_t *s) {
     hil_sha256_final(&s->load_sha, digest);
     if (memcmp(digest, s->load_hash, 32) != 0) {
         refuse(s, HIL_ERR_HASH_MISMATCH, s->load_size, 0,
-               "the %llu bytes received do not have the announced sha256",
-               (unsigned long long)s->load_size);
+               "the %lu bytes received do not have the announced sha256",
+               (unsigned long)s->load_size);
         return;
     }
     hil_error_t err = {0};
@@ -261,8 +263,8 @@ static void cmd_set_input(hil_server_t *s, hil_reader_t *r) {
     if (s->input_buf[index] == NULL || offset != s->input_received[index] ||
         offset + n > s->input_size[index]) {
         refuse(s, HIL_ERR_SEQUENCE, s->input_received[index], offset,
-               "input %u: data at offset %llu does not follow the %llu bytes received",
-               index, (unsigned long long)offset, (unsigned long long)s->input_received[index]);
+               "input %u: data at offset %lu does not follow the %lu bytes received",
+               index, (unsigned long)offset, (unsigned long)s->input_received[index]);
         return;
     }
     memcpy(s->input_buf[index] + offset, data, n);

@@ -242,5 +242,6 @@ void hil_platform_hang(void) {
 }
 
 void hil_platform_fault(void) {
-    *(volatile int *)(uintptr_t)16 = 1; /* an unmapped address: SIGSEGV */
+    volatile int *volatile unmapped = (volatile int *)(uintptr_t)16;
+    *unmapped = 1; /* a real invalid access: SIGSEGV, as a model bug would cause */
 }
