@@ -117,6 +117,47 @@ def judge_latency(stats: LatencyStats | None, budget: Budget | None) -> list[Bud
     return [BudgetBreach(label, observed_ms, budget.limit_ms, "ms", budget.source)]
 
 
+# Units of the counters targets report (for budget messages).
+COUNTER_UNITS: Mapping[str, str] = {
+    "npu_cycles": "cycles",
+    "total_cycles": "cycles",
+    "est_time_us": "us",
+    "sram_bytes": "bytes",
+    "flash_bytes": "bytes",
+    "dram_bytes": "bytes",
+}
+
+
+def judge_counters(
+    counters: Mapping[str, float],
+    case_budgets: Mapping[str, Mapping[str, float]],
+    device: DeviceSpec,
+    recipe: str,
+) -> list[BudgetBreach]:
+    """Counter budgets of the case (first matching key per counter), then the device's
+    SRAM and flash limits against the sram_bytes / flash_bytes counters it reports."""
+    breaches: list[BudgetBreach] = []
+    for counter, table in case_budgets.items():
+        for key in (f"{device.name}/{recipe}", device.name, f"*/{recipe}", "*"):
+            if key in table:
+                breaches += judge_limit(
+                    counter,
+                    counters.get(counter),
+                    table[key],
+                    COUNTER_UNITS.get(counter, ""),
+                    f"case counter budget {counter}[{key!r}]",
+                )
+                break
+    for counter, limit, key in (
+        ("sram_bytes", device.memory.sram_max_bytes, "sram_max_bytes"),
+        ("flash_bytes", device.memory.flash_max_bytes, "flash_max_bytes"),
+    ):
+        breaches += judge_limit(
+            counter, counters.get(counter), limit, "bytes", f"memory.{key} of {device.source.name}"
+        )
+    return breaches
+
+
 def judge_limit(
     what: str, observed: float | None, limit: float | None, unit: str, source: str
 ) -> list[BudgetBreach]:

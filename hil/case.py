@@ -31,6 +31,12 @@ class Case:
     `budget_ms` maps "target/recipe", "target", "*/recipe" or "*" to a latency budget in ms
     ("*" entries are for the reference machine and get each device's scale).
     `xfail` maps the same kind of keys to the reason the combination is expected to fail.
+    `fully_delegated` asserts that nothing falls back to the CPU on targets that partition
+    (Ethos-U, Cortex-M); `expected_fallback` names the operators expected on the CPU instead
+    ("avg_pool3d"), for every such target or per "target/recipe" key like `xfail`.
+    `counter_budgets` maps a target counter ("npu_cycles", "sram_bytes", "flash_bytes") to
+    limits keyed like `budget_ms` (taken as they are, never scaled); a target that does not
+    report the counter is not judged on it.
     """
 
     name: str
@@ -47,6 +53,9 @@ class Case:
     xfail: Mapping[str, str] = field(default_factory=_empty)
     timing: TimingPolicy | None = None
     tags: frozenset[str] = frozenset()
+    fully_delegated: bool = False
+    expected_fallback: frozenset[str] | Mapping[str, frozenset[str]] | None = None
+    counter_budgets: Mapping[str, Mapping[str, float]] = field(default_factory=_empty)
 
     def applies_to(self, target: str, recipe: str) -> bool:
         if self.targets is not None and target not in self.targets:
@@ -57,6 +66,18 @@ class Case:
         for key in (f"{target}/{recipe}", target, f"*/{recipe}", recipe):
             if key in self.xfail:
                 return self.xfail[key]
+        return None
+
+    def expected_fallback_for(self, target: str, recipe: str) -> frozenset[str] | None:
+        """Operators expected on the CPU (empty: fully delegated); None: nothing asserted."""
+        if self.fully_delegated:
+            return frozenset()
+        table = self.expected_fallback
+        if table is None or isinstance(table, (set, frozenset)):
+            return None if table is None else frozenset(table)
+        for key in (f"{target}/{recipe}", target, f"*/{recipe}", "*"):
+            if key in table:
+                return frozenset(table[key])
         return None
 
     def build(self) -> BuiltCase:

@@ -213,6 +213,49 @@ def tolerance_for(
     )
 
 
+@dataclass(frozen=True)
+class QuantizedAgreement:
+    """How closely a target's outputs match the quantized PyTorch model's, in output steps."""
+
+    max_abs: float
+    steps: float | None  # max_abs in units of the output's quantization step; None: no step
+
+    @property
+    def statement(self) -> str:
+        if self.max_abs == 0.0:
+            return "bit-exact"
+        if self.steps is None:
+            return f"max abs {self.max_abs:.3g} (output step unknown)"
+        if self.steps <= 1.0 + STEP_SLACK:
+            return "within 1 step"
+        return f"{self.steps:.1f} steps"
+
+
+STEP_SLACK = 1e-3  # dequantized values carry float rounding
+
+
+def quantized_agreement(
+    quantized: Sequence[Array], outputs: Sequence[Array], output_scales: Sequence[float | None]
+) -> QuantizedAgreement | None:
+    """Worst difference over outputs from the quantized model, in steps of each output's scale."""
+    if shape_problems(quantized, outputs):
+        return None
+    worst_abs, worst_steps, known = 0.0, 0.0, True
+    for i, (ref, out) in enumerate(zip(quantized, outputs, strict=True)):
+        diff = (
+            float(np.max(np.abs(out.astype(np.float64) - ref.astype(np.float64))))
+            if ref.size
+            else 0.0
+        )
+        worst_abs = max(worst_abs, diff)
+        scale = output_scales[i] if i < len(output_scales) else None
+        if scale:
+            worst_steps = max(worst_steps, diff / scale)
+        elif diff > 0.0:
+            known = False
+    return QuantizedAgreement(worst_abs, worst_steps if known else None)
+
+
 def judge(metrics: Metrics, tolerance: Tolerance) -> list[Breach]:
     """Every metric outside its limit (empty when the result is acceptable)."""
     breaches = []

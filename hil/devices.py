@@ -75,6 +75,7 @@ class DeviceSpec:
     memory: MemorySpec
     connection: Mapping[str, Any]
     source: Path
+    npu: str | None = None  # the NPU configuration the device has, e.g. "ethos-u55-128"
 
     def recipe(self, name: str) -> RecipeSpec:
         for spec in self.recipes:
@@ -243,20 +244,32 @@ def parse_device(data: Any, source: Path) -> DeviceSpec:
     """Validate one device file's content; raise DeviceSpecError naming the first problem."""
     reader = _Reader(data, source)
     reader.reject_unknown(
-        ("name", "kind", "description", "recipes", "latency", "memory", "connection")
+        ("name", "kind", "description", "recipes", "latency", "memory", "connection", "npu")
     )
     name = reader.get("name", str)
     if name != source.stem:
         reader.fail("name", f"the file's own name ({source.stem!r})", name)
+    npu = reader.get("npu", str, None, "an NPU configuration such as ethos-u55-128")
+    recipes = _parse_recipes(reader)
+    for index, recipe in enumerate(recipes):
+        compiled_for = recipe.options.get("accelerator_config")
+        if compiled_for is not None and compiled_for != npu:
+            # A compile spec for another NPU than the device's is refused before any work.
+            reader.fail(
+                f"recipes[{index}].options.accelerator_config",
+                f"the device's npu ({npu!r})",
+                compiled_for,
+            )
     return DeviceSpec(
         name=name,
         kind=reader.choice("kind", TARGET_KINDS, "host"),
         description=reader.get("description", str, ""),
-        recipes=_parse_recipes(reader),
+        recipes=recipes,
         latency=_parse_latency(reader),
         memory=_parse_memory(reader),
         connection=_freeze(reader.get("connection", Mapping, {})),
         source=source,
+        npu=npu,
     )
 
 

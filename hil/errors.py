@@ -9,6 +9,7 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     ├── CaseError             a suite case that cannot be built or has malformed inputs
     ├── ExportError           PyTorch -> .pte failed (carries the exporter's message)
     ├── CacheError            the artifact store could not be read or written
+    ├── ReportError           a results folder or report is unreadable or fails its schema
     ├── TargetError
     │   ├── TargetUnavailable  the target cannot exist here (missing tool): skip, with the fix
     │   ├── InfrastructureError  lost link, hung emulator, dead board: not the model's fault
@@ -18,6 +19,7 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     │   └── TargetStateError   a lifecycle method called in the wrong state (a bug in the caller)
     └── CheckFailed (also AssertionError, so pytest reports a failure, not an error)
         ├── OutputMismatch     outputs disagree with eager PyTorch beyond tolerance
+        ├── PartitionMismatch  the CPU fallback set differs from what the case expects
         └── BudgetExceeded     latency or memory over budget
 """
 
@@ -114,5 +116,13 @@ class OutputMismatch(CheckFailed):
     """Outputs disagree with the eager PyTorch reference beyond the tolerance."""
 
 
+class PartitionMismatch(CheckFailed):
+    """Operators ran on the CPU that the case expects on the accelerator, or the reverse."""
+
+
 class BudgetExceeded(CheckFailed):
     """Latency or memory exceeded the budget."""
+
+
+class ReportError(HilError):
+    """A results folder or report file cannot be read, is malformed, or fails its schema."""

@@ -11,8 +11,8 @@ from typing import Any
 
 from hil.budgets import Budget, BudgetBreach, LatencyStats
 from hil.cache import Artifact
-from hil.compare import Breach, Metrics, Tolerance
-from hil.errors import BudgetExceeded, OutputMismatch
+from hil.compare import STEP_SLACK, Breach, Metrics, QuantizedAgreement, Tolerance
+from hil.errors import BudgetExceeded, OutputMismatch, PartitionMismatch
 
 RECORD_VERSION = 1
 
@@ -52,11 +52,40 @@ class CheckResult:
     deploy_bytes: int = 0
     log: str = ""
     target_info: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Partitioning targets (Ethos-U, Cortex-M): the recipe's partition report, and where the
+    # CPU fallback set differs from the case's expectation.
+    partition: Mapping[str, Any] | None = None
+    partition_problems: tuple[str, ...] = ()
+    # Agreement with the quantized PyTorch model, and the most steps the target may be off.
+    quantized_agreement: QuantizedAgreement | None = None
+    quantized_steps_limit: float | None = None
+
+    @property
+    def quantized_problem(self) -> str | None:
+        agreement, limit = self.quantized_agreement, self.quantized_steps_limit
+        if agreement is None or limit is None or agreement.steps is None:
+            return None
+        if agreement.steps <= limit + STEP_SLACK:
+            return None
+        return (
+            f"differs from the quantized PyTorch model by {agreement.steps:.2f} output steps "
+            f"(max abs {agreement.max_abs:.4g}); this target runs the same integer graph, so "
+            f"at most {limit:g} step is expected"
+        )
 
     @property
     def outputs_ok(self) -> bool:
         accuracy_ok = self.accuracy is None or self.accuracy.drop <= self.accuracy.max_drop
-        return not self.structure_problems and not self.output_breaches and accuracy_ok
+        return (
+            not self.structure_problems
+            and not self.output_breaches
+            and accuracy_ok
+            and self.quantized_problem is None
+        )
+
+    @property
+    def partition_ok(self) -> bool:
+        return not self.partition_problems
 
     @property
     def budgets_ok(self) -> bool:
@@ -64,12 +93,14 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
-        return self.outputs_ok and self.budgets_ok
+        return self.outputs_ok and self.partition_ok and self.budgets_ok
 
     @property
     def verdict(self) -> str:
         if not self.outputs_ok:
             return "MISMATCH"
+        if not self.partition_ok:
+            return "PARTITION"
         if not self.budgets_ok:
             return "OVER BUDGET"
         return "PASS"
@@ -83,6 +114,8 @@ class CheckResult:
                 f"accuracy {a.target:.4f} vs eager {a.eager:.4f}: dropped {a.drop:.4f}, "
                 f"allowed {a.max_drop:.4f}"
             )
+        if self.quantized_problem:
+            lines.append(self.quantized_problem)
         if not lines:
             return None
         where = f"{self.case} on {self.target} [{self.recipe}]"
@@ -98,6 +131,12 @@ class CheckResult:
         message = self.output_failure()
         if message:
             raise OutputMismatch(message)
+        if self.partition_problems:
+            where = f"{self.case} on {self.target} [{self.recipe}]"
+            raise PartitionMismatch(
+                f"{where}: partition differs from the case's expectation\n  "
+                + "\n  ".join(self.partition_problems)
+            )
         if self.budget_breaches:
             where = f"{self.case} on {self.target} [{self.recipe}]"
             raise BudgetExceeded(
@@ -139,6 +178,18 @@ class CheckResult:
             "arrays": str(self.arrays_path),
             "deploy_bytes": self.deploy_bytes,
             "target_info": dict(self.target_info),
+            "partition": dict(self.partition) if self.partition else None,
+            "partition_problems": list(self.partition_problems),
+            "quantized_agreement": (
+                {
+                    "statement": self.quantized_agreement.statement,
+                    "max_abs": self.quantized_agreement.max_abs,
+                    "steps": self.quantized_agreement.steps,
+                    "limit_steps": self.quantized_steps_limit,
+                }
+                if self.quantized_agreement
+                else None
+            ),
         }
 
 

@@ -23,7 +23,14 @@ import numpy as np
 
 from hil import compare
 from hil.arrays import Array
-from hil.budgets import LatencyStats, budget_for, judge_latency, judge_limit, latency_stats
+from hil.budgets import (
+    LatencyStats,
+    budget_for,
+    judge_counters,
+    judge_latency,
+    judge_limit,
+    latency_stats,
+)
 from hil.cache import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import DeviceRegistry, DeviceSpec, TimingPolicy, default_device_dirs
@@ -35,6 +42,7 @@ from hil.fingerprint import (
     tensors_fingerprint,
     tool_versions,
 )
+from hil.partition import PartitionReport, judge_partition
 from hil.recipes import Recipe, make_recipe
 from hil.recipes.lowering import run_reference
 from hil.result import Accuracy, CheckResult
@@ -204,7 +212,9 @@ class Session:
     def _check(self, case: Case, target: str, recipe: str | None) -> CheckResult:
         spec = self.devices.get(target)
         recipe_spec = spec.recipe(recipe) if recipe else spec.recipes[0]
-        recipe_obj = make_recipe(recipe_spec.name, recipe_spec.options)
+        recipe_obj = make_recipe(
+            recipe_spec.name, recipe_spec.options, shared_dir=self.cache.root / "shared"
+        )
         device = self.target(target)  # first: a missing target must not cost an export
         built = self.built(case)
         artifact = self.artifact(built, recipe_obj)
@@ -228,6 +238,7 @@ class Session:
             deploy_bytes=deployment.bytes_sent,
             log_text=run.log,
             target_info=device.describe(),
+            steps_limit=device.quantized_steps_limit,
         )
 
     def _judge(
@@ -246,6 +257,7 @@ class Session:
         deploy_bytes: int,
         log_text: str,
         target_info: Mapping[str, str],
+        steps_limit: float | None = None,
     ) -> CheckResult:
         case = built.case
         problems = tuple(compare.shape_problems(reference.outputs, outputs))
@@ -277,6 +289,20 @@ class Session:
             spec.memory.pte_max_bytes,
             "bytes",
             f"memory.pte_max_bytes of {spec.source.name}",
+        ) + judge_counters(counters, case.counter_budgets, spec, recipe.name)
+        partition = artifact.details.get("partition")
+        partition_problems = (
+            judge_partition(
+                PartitionReport.from_dict(partition),
+                case.expected_fallback_for(spec.name, recipe.name),
+            )
+            if partition
+            else []
+        )
+        agreement = (
+            compare.quantized_agreement(qref, outputs, artifact.output_scales)
+            if qref is not None
+            else None
         )
         return CheckResult(
             case=case.name,
@@ -299,6 +325,10 @@ class Session:
             deploy_bytes=deploy_bytes,
             log=log_text,
             target_info=target_info,
+            partition=partition,
+            partition_problems=tuple(partition_problems),
+            quantized_agreement=agreement,
+            quantized_steps_limit=steps_limit,
         )
 
     def _save_arrays(

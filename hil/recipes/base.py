@@ -42,7 +42,9 @@ class Recipe(ABC):
     option_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     helper_modules: ClassVar[tuple[str, ...]] = ("hil.recipes.lowering",)
 
-    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, options: Mapping[str, Any] | None = None, *, shared_dir: Path | None = None
+    ) -> None:
         given = dict(options or {})
         unknown = sorted(set(given) - set(self.option_defaults))
         if unknown:
@@ -51,6 +53,9 @@ class Recipe(ABC):
                 f"recipe {self.name!r} has no option(s) {', '.join(unknown)}; it takes: {known}"
             )
         self.options: Mapping[str, Any] = MappingProxyType({**self.option_defaults, **given})
+        # Where recipes may keep intermediates shared between artifacts (e.g. a quantized model
+        # several recipes lower); None: share nothing. Not part of the cache key.
+        self.shared_dir = shared_dir
         self.validate()
 
     def validate(self) -> None:  # noqa: B027 - optional hook, most recipes need no checks

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
 from hil.arrays import Array
 from hil.cache import Artifact
@@ -81,6 +81,11 @@ class RunResult:
 
 class Target(ABC):
     """Base of every target kind."""
+
+    # Set by targets that execute the same integer graph as the quantized PyTorch model (the
+    # reference-model targets): their outputs may differ from it by at most this many
+    # quantization steps. None: not judged against the quantized model.
+    quantized_steps_limit: ClassVar[float | None] = None
 
     def __init__(self, spec: DeviceSpec) -> None:
         self.spec = spec
