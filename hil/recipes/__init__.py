@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from hil.errors import UsageError
 from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.ethos_u import EthosURecipe
 from hil.recipes.portable import PortableRecipe
 from hil.recipes.xnnpack import XnnpackFp32Recipe, XnnpackInt8Recipe
 
 RECIPES: Mapping[str, type[Recipe]] = {
-    cls.name: cls for cls in (PortableRecipe, XnnpackFp32Recipe, XnnpackInt8Recipe)
+    cls.name: cls
+    for cls in (PortableRecipe, XnnpackFp32Recipe, XnnpackInt8Recipe, EthosURecipe)
 }
 
 
-def make_recipe(name: str, options: Mapping[str, Any] | None = None) -> Recipe:
+def make_recipe(
+    name: str, options: Mapping[str, Any] | None = None, *, shared_dir: Path | None = None
+) -> Recipe:
     try:
         cls = RECIPES[name]
     except KeyError:
         valid = ", ".join(sorted(RECIPES))
         raise UsageError(f"unknown recipe {name!r}; valid recipes: {valid}") from None
-    return cls(options)
+    return cls(options, shared_dir=shared_dir)
 
 
 __all__ = ["RECIPES", "ExportProduct", "Recipe", "make_recipe"]

@@ -12,6 +12,7 @@ from hil.targets.base import Deployment, RunResult, State, Target
 TARGET_CLASSES = {
     "host": "hil.targets.host:HostTarget",
     "serial": "hil.targets.serial:SerialTarget",
+    "ethos_u_ref": "hil.targets.ethos_u_ref:EthosURefTarget",
 }
 
 

@@ -1,0 +1,79 @@
+"""Multiply-accumulates of an FX graph: the work the NPU's MAC array exists for.
+
+Counted from the shapes torch.export recorded on each node (`meta["val"]`), for the operators
+whose cost is MACs: convolutions (incl. depthwise and transposed), linear layers and matrix
+products. Elementwise ops, pooling and reductions are not MACs on Ethos-U and are not counted.
+Works on aten and edge-dialect graphs alike (edge ops are matched by their aten name).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+
+def op_name(target: Any) -> str:
+    """ "aten.convolution.default" for aten and edge-dialect ops; str(target) otherwise."""
+    target = aten_overload(target)
+    if isinstance(target, torch._ops.OpOverload):
+        namespace, _, base = target._schema.name.partition("::")
+        return f"{namespace}.{base}.{target._overloadname or 'default'}"
+    return str(getattr(target, "__name__", target))
+
+
+def aten_overload(target: Any) -> Any:
+    """The torch OpOverload behind an edge-dialect op (EdgeOpOverload wraps one in `_op`)."""
+    if not isinstance(target, torch._ops.OpOverload) and isinstance(
+        getattr(target, "_op", None), torch._ops.OpOverload
+    ):
+        return target._op
+    return target
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, torch.Tensor):
+        try:
+            return tuple(int(d) for d in value.shape)
+        except (TypeError, ValueError):  # symbolic sizes
+            return None
+    return None
+
+
+def _val(arg: Any) -> Any:
+    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+def node_macs(node: torch.fx.Node) -> int:
+    """MACs of one call_function node; 0 for operators that are not MAC work."""
+    if node.op != "call_function":
+        return 0
+    name = op_name(node.target)
+    out = _shape(node.meta.get("val"))
+    if out is None:
+        return 0
+    if name.startswith("aten.convolution.") or name.startswith("aten.conv"):
+        weight = _shape(_val(node.args[1]))
+        if weight is None:
+            return 0
+        transposed = bool(node.args[6]) if len(node.args) > 6 else False
+        if transposed:
+            source = _shape(_val(node.args[0]))
+            if source is None:
+                return 0
+            # each input element meets (C_out / groups) x kernel weights
+            return math.prod(source) * math.prod(weight[1:])
+        return math.prod(out) * math.prod(weight[1:])  # (C_in / groups) x kernel per output
+    if name.startswith(("aten.linear.", "aten.mm.", "aten.bmm.", "aten.matmul.")):
+        first = _shape(_val(node.args[0]))
+        return math.prod(out) * first[-1] if first else 0
+    if name.startswith("aten.addmm."):
+        first = _shape(_val(node.args[1]))
+        return math.prod(out) * first[-1] if first else 0
+    return 0
+
+
+def graph_macs(nodes: Iterable[torch.fx.Node]) -> int:
+    return sum(node_macs(n) for n in nodes)

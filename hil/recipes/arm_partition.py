@@ -1,0 +1,118 @@
+"""The partition report of an Ethos-U lowering, read off the lowered edge program.
+
+Delegated operators are those inside each delegate's original subgraph; CPU operators are the
+call_function nodes left in the top-level graph. Quantize/dequantize nodes are counted apart as
+"boundary": with an integer-only TOSA profile they stay on the CPU by design around every delegate.
+
+Reasons: the Arm partitioner only logs why it rejected a node. hil asks the same operator-support
+checks again, through the partitioner's own factory, on the nodes left on the CPU and keeps the
+first reason each check reports. A node the checks accept was left out for a partition-level
+reason (a partition of no-ops, or a cycle after Q/DQ de-tagging); it says so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from hil.macs import graph_macs, op_name
+from hil.partition import Fallback, PartitionReport
+from hil.recipes.host_program import is_delegate_call
+
+QDQ = (
+    "quantized_decomposed.quantize_per_tensor",
+    "quantized_decomposed.dequantize_per_tensor",
+    "quantized_decomposed.quantize_per_channel",
+    "quantized_decomposed.dequantize_per_channel",
+)
+NOT_OPERATORS = ("getitem",)
+PARTITION_LEVEL = "supported by the operator checks, but left out of every NPU partition"
+
+
+def _is_boundary(name: str) -> bool:
+    return name.startswith(QDQ)
+
+
+def compute_nodes(nodes: Any) -> Iterator[torch.fx.Node]:
+    for node in nodes:
+        if (
+            node.op == "call_function"
+            and not is_delegate_call(node)
+            and op_name(node.target) not in NOT_OPERATORS
+        ):
+            yield node
+
+
+def lowered_modules(edge_program: Any) -> list[Any]:
+    """The LoweredBackendModule of each delegate call, in execution order."""
+    graph_module = edge_program.graph_module
+    return [
+        getattr(graph_module, node.args[0].target)
+        for node in edge_program.graph.nodes
+        if is_delegate_call(node)
+    ]
+
+
+def rejection_reasons(
+    edge_program: Any, partitioner: Any, nodes: list[torch.fx.Node]
+) -> dict[str, str]:
+    """Why the partitioner's checks reject each of `nodes` (by node name), where they say."""
+    try:
+        from executorch.backends.arm.tosa.specification import TosaLoweringContext
+        from executorch.exir.backend.utils import WhyNoPartitionReporter
+        from torch._export.utils import _get_shape_env_from_gm
+    except ImportError:
+        return {}
+
+    reasons: dict[str, str] = {}
+
+    class Collect(WhyNoPartitionReporter):  # type: ignore[misc]
+        def report_reject(self, node: torch.fx.Node, reason: str) -> None:
+            reasons.setdefault(node.name, reason)
+
+    reporter = Collect()
+    try:
+        with TosaLoweringContext(
+            partitioner.tosa_spec, _get_shape_env_from_gm(edge_program.graph_module)
+        ):
+            support = partitioner._create_operator_support(edge_program, reporter)
+            submodules = dict(edge_program.graph_module.named_modules())
+            accepted = {n.name for n in nodes if support.is_node_supported(submodules, n)}
+    except Exception:  # the partitioner's internals: a report without reasons is still a report
+        return reasons
+    for name in accepted:
+        reasons.setdefault(name, PARTITION_LEVEL)
+    return reasons
+
+
+def partition_report(edge_program: Any, partitioner: Any, pte_bytes: int) -> PartitionReport:
+    accelerated: Counter[str] = Counter()
+    accelerated_macs = 0
+    for lowered in lowered_modules(edge_program):
+        inner = list(compute_nodes(lowered.original_module.graph.nodes))
+        accelerated.update(op_name(n.target) for n in inner if not _is_boundary(op_name(n.target)))
+        accelerated_macs += graph_macs(inner)
+    cpu = list(compute_nodes(edge_program.graph.nodes))
+    boundary = Counter(op_name(n.target) for n in cpu if _is_boundary(op_name(n.target)))
+    fallback_nodes = [n for n in cpu if not _is_boundary(op_name(n.target))]
+    reasons = rejection_reasons(edge_program, partitioner, fallback_nodes) if fallback_nodes else {}
+    grouped: dict[str, list[torch.fx.Node]] = {}
+    for node in fallback_nodes:
+        grouped.setdefault(op_name(node.target), []).append(node)
+    fallbacks = tuple(
+        Fallback(op, len(group), next((reasons[n.name] for n in group if n.name in reasons), None))
+        for op, group in grouped.items()
+    )
+    return PartitionReport(
+        backend="Ethos-U",
+        delegates=len(lowered_modules(edge_program)),
+        accelerated=dict(sorted(accelerated.items())),
+        fallbacks=fallbacks,
+        boundary=dict(sorted(boundary.items())),
+        pte_bytes=pte_bytes,
+        macs=accelerated_macs + graph_macs(fallback_nodes),
+        accelerated_macs=accelerated_macs,
+    )

@@ -1,0 +1,345 @@
+"""The Ethos-U recipe: EthosUQuantizer, EthosUCompileSpec, EthosUPartitioner and Vela.
+
+Options (from the device spec): accelerator_config ("ethos-u55-128", "ethos-u85-256", ...),
+system_config and memory_mode (sections of Arm's vela.ini; defaults per NPU as ExecuTorch picks
+them), extra_flags (more Vela flags), per_channel (weights) and a16w8 (16-bit activations).
+
+Besides the .pte the recipe writes what lets a reference target run the program without an NPU:
+
+    delegates/<name>/out.tosa          the TOSA graph Vela compiled for that delegate
+    delegates/<name>/output/*.csv      Vela's estimate for it (cycles, SRAM, flash)
+    host_program.pt2                   the rest of the program; delegate calls as hil::tosa_delegate
+    vela.log                           what the lowering and Vela printed
+
+The TOSA graphs come from ExecuTorch's own intermediate dump. Vela is then run once more on each
+dumped graph, into the delegate's own folder (with several delegates the dump's Vela outputs
+overwrite each other), and its command stream must equal the delegate's in the .pte: that proves
+the kept TOSA file is what the NPU program was compiled from. The dump path is a build setting
+that ExecuTorch also records in each delegate's compile specs; it is removed again (checked
+against a plain compile spec) so the .pte is the one an export without dumping produces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from hil.capture import captured_output
+from hil.case import BuiltCase
+from hil.errors import ExportError, UsageError
+from hil.recipes.arm_partition import lowered_modules, partition_report
+from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.host_program import host_program, save_host_program
+from hil.recipes.lowering import exporter_step
+from hil.recipes.quantized import QuantizedModel, QuantizedStore
+from hil.vela import (
+    ACCELERATOR_CONFIGS,
+    VelaSummary,
+    check_ini_choice,
+    combine,
+    default_ini,
+    ini_sections,
+    mac_utilization,
+    macs_per_cycle,
+    read_summary,
+)
+
+DELEGATES = "delegates"
+DUMP_KEY = "debug_artifact_path"
+# Vela flags the recipe sets from its options; extra_flags may not repeat them.
+MANAGED_FLAGS = (
+    "--accelerator-config",
+    "--system-config",
+    "--memory-mode",
+    "--config",
+    "--output-format",
+    "--output-dir",
+)
+
+
+class EthosURecipe(Recipe):
+    name = "ethos-u"
+    numerics = "int8"
+    option_defaults = MappingProxyType(
+        {
+            "accelerator_config": "ethos-u55-128",
+            "system_config": None,
+            "memory_mode": None,
+            "extra_flags": (),
+            "per_channel": True,
+            "a16w8": False,
+        }
+    )
+    helper_modules = (
+        "hil.recipes.lowering",
+        "hil.recipes.quantized",
+        "hil.recipes.host_program",
+        "hil.recipes.arm_partition",
+        "hil.tosa_delegate",
+        "hil.vela",
+        "hil.macs",
+        "hil.partition",
+    )
+
+    def validate(self) -> None:
+        config = self.options["accelerator_config"]
+        if config not in ACCELERATOR_CONFIGS:
+            raise UsageError(
+                f"recipe {self.name}: accelerator_config {config!r} is not an Ethos-U55/U85 "
+                "configuration",
+                fix="use one of " + ", ".join(ACCELERATOR_CONFIGS),
+            )
+        for option in ("system_config", "memory_mode"):
+            value = self.options[option]
+            if value is not None and not isinstance(value, str):
+                raise UsageError(f"recipe {self.name}: option {option} must be a string")
+        for option in ("per_channel", "a16w8"):
+            if not isinstance(self.options[option], bool):
+                raise UsageError(f"recipe {self.name}: option {option} must be true or false")
+        flags = self.options["extra_flags"]
+        if isinstance(flags, str) or not all(isinstance(f, str) for f in flags):
+            raise UsageError(f"recipe {self.name}: extra_flags must be a list of strings")
+        for flag in flags:
+            if flag.split("=")[0] in MANAGED_FLAGS:
+                raise UsageError(
+                    f"recipe {self.name}: extra_flags may not set {flag.split('=')[0]}",
+                    fix="use the recipe options accelerator_config, system_config, memory_mode",
+                )
+
+    @property
+    def accelerator(self) -> str:
+        return str(self.options["accelerator_config"])
+
+    def check_vela_config(self) -> None:
+        """Refuse a system config or memory mode Arm's vela.ini lacks (before any export)."""
+        sections = ini_sections(str(default_ini()))
+        check_ini_choice(
+            "system config",
+            self.options["system_config"],
+            sections["System_Config"],
+            f"recipe {self.name}: system_config",
+        )
+        check_ini_choice(
+            "memory mode",
+            self.options["memory_mode"],
+            sections["Memory_Mode"],
+            f"recipe {self.name}: memory_mode",
+        )
+
+    def compile_spec(self) -> Any:
+        from executorch.backends.arm.ethosu import EthosUCompileSpec
+
+        spec = EthosUCompileSpec(
+            self.accelerator,
+            system_config=self.options["system_config"],
+            memory_mode=self.options["memory_mode"],
+            extra_flags=list(self.options["extra_flags"]) or None,
+        )
+        # Resolve the pass-pipeline config now, as sharing one spec between the quantizer and
+        # the partitioner does in ExecuTorch's own recipe: it is then part of the compile specs.
+        spec._get_pass_pipeline_config()
+        return spec
+
+    def quantizer_identity(self, spec: Any) -> Mapping[str, Any]:
+        """What shapes the quantized model: the quantizer, its config and the TOSA profile."""
+        return {
+            "quantizer": "EthosUQuantizer",
+            "tosa_spec": str(spec.tosa_spec),
+            "pipeline": spec._get_pass_pipeline_config().serialize().decode(),
+            "per_channel": self.options["per_channel"],
+            "a16w8": self.options["a16w8"],
+        }
+
+    def quantizer(self, spec: Any) -> Any:
+        from executorch.backends.arm.quantizer import (
+            EthosUQuantizer,
+            get_symmetric_a16w8_quantization_config,
+            get_symmetric_quantization_config,
+        )
+
+        make_config = (
+            get_symmetric_a16w8_quantization_config
+            if self.options["a16w8"]
+            else get_symmetric_quantization_config
+        )
+        quantizer = EthosUQuantizer(spec)
+        quantizer.set_global(make_config(is_per_channel=self.options["per_channel"]))
+        return quantizer
+
+    def quantized_model(self, built: BuiltCase, spec: Any, workdir: Path) -> QuantizedModel:
+        root = self.shared_dir / "quantized" if self.shared_dir else workdir / ".quantized"
+        model = QuantizedStore(root).get(
+            built, self.quantizer_identity(spec), lambda: self.quantizer(spec)
+        )
+        if self.shared_dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+        return model
+
+    def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
+        # The out-variants of quantize/dequantize that to_executorch needs; registered here
+        # because a reused quantized model means the quantizer package was never imported.
+        import executorch.kernels.quantized  # noqa: F401
+        from executorch.exir import ExecutorchBackendConfig
+
+        self.check_vela_config()
+        case = built.case.name
+        spec = self.compile_spec()
+        model = self.quantized_model(built, spec, workdir)
+        dump = workdir / "tosa-dump"
+        edge, partitioner = self._lower(case, model, dump, workdir)
+        program = edge.exported_program()
+        lowered = lowered_modules(program)
+        names = [f"delegate_{i}" for i in range(len(lowered))]
+        summaries = [
+            self._delegate_files(case, module, dump, workdir / DELEGATES / name, spec)
+            for name, module in zip(names, lowered, strict=True)
+        ]
+        _strip_dump_path(case, lowered, spec)
+        report = partition_report(program, partitioner, 0)
+        save_host_program(host_program(program, lambda i, _: names[i]), workdir)
+        pte = exporter_step(
+            "serializing the program",
+            case,
+            lambda: bytes(
+                edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
+            ),
+        )
+        shutil.rmtree(dump, ignore_errors=True)  # each delegate's folder holds its own copy
+        report = dataclasses.replace(report, pte_bytes=len(pte))
+        return ExportProduct(
+            pte=pte,
+            output_scales=model.output_scales,
+            quantized_reference=model.reference,
+            details=self._details(spec, names, lowered, summaries, report, model),
+        )
+
+    def _lower(self, case: str, model: QuantizedModel, dump: Path, workdir: Path) -> Any:
+        from executorch.backends.arm.ethosu import EthosUPartitioner
+        from executorch.exir import to_edge_transform_and_lower
+
+        partitioner = EthosUPartitioner(
+            self.compile_spec().dump_intermediate_artifacts_to(str(dump))
+        )
+        printed: list[str] = []
+        try:
+            with captured_output() as printed:
+                edge = to_edge_transform_and_lower(model.program, partitioner=[partitioner])
+        except Exception as e:
+            _write_log(workdir, printed)
+            stage = "Vela" if _raised_in_vela(e) else "the TOSA lowering"
+            raise ExportError(
+                f"case {case!r}: {stage} rejected the model for {self.accelerator}: "
+                f"{type(e).__name__}: {e}",
+                fix="restrict the case to other targets, or mark it xfail for this one with "
+                "the reason; the TOSA graph Vela got is among the kept files",
+            ) from e
+        _write_log(workdir, printed)
+        return edge, partitioner
+
+    def _delegate_files(
+        self, case: str, module: Any, dump: Path, folder: Path, spec: Any
+    ) -> VelaSummary:
+        """Keep the delegate's TOSA graph and Vela's estimate; prove the graph is the delegate's."""
+        from executorch.backends.arm.arm_vela import vela_compile
+
+        tag = next(
+            (
+                n.meta["delegation_tag"]
+                for n in module.original_module.graph.nodes
+                if n.meta.get("delegation_tag")
+            ),
+            None,
+        )
+        found = sorted(dump.glob(f"output_{tag}_*.tosa")) if tag else []
+        if len(found) != 1:
+            raise ExportError(
+                f"case {case!r}: expected one TOSA dump for delegate tag {tag!r} in {dump}, "
+                f"found {len(found)}",
+                fix="the ExecuTorch Arm backend changed how it dumps TOSA; hil needs updating",
+            )
+        folder.mkdir(parents=True)
+        with captured_output() as printed:
+            result = exporter_step(
+                "Vela (per-delegate estimate)",
+                case,
+                lambda: vela_compile(
+                    found[0].read_bytes(), list(spec.compiler_flags), intermediate_path=str(folder)
+                ),
+            )
+        (folder / "vela.log").write_text("".join(printed))
+        if result.processed_bytes != module.processed_bytes:
+            raise ExportError(
+                f"case {case!r}: Vela's command stream from the dumped TOSA graph {found[0].name} "
+                "differs from the delegate's in the .pte, so that graph would not be what runs",
+                fix="report this: the Ethos-U lowering is not deterministic for this model",
+            )
+        return read_summary(folder / "output")
+
+    def _details(
+        self,
+        spec: Any,
+        names: Sequence[str],
+        lowered: Sequence[Any],
+        summaries: Sequence[VelaSummary],
+        report: Any,
+        model: QuantizedModel,
+    ) -> dict[str, Any]:
+        total = combine(summaries)
+        a16 = bool(self.options["a16w8"])
+        utilization = (
+            mac_utilization(report.accelerated_macs, self.accelerator, total.npu_cycles, a16)
+            if total
+            else None
+        )
+        return {
+            "accelerator_config": self.accelerator,
+            "tosa_spec": str(spec.tosa_spec),
+            "vela_flags": list(spec.compiler_flags),
+            "macs_per_cycle": macs_per_cycle(self.accelerator, a16),
+            "mac_utilization": utilization,
+            "delegates": [
+                {
+                    "name": name,
+                    "folder": f"{DELEGATES}/{name}",
+                    "command_stream_bytes": len(module.processed_bytes),
+                    "vela": dataclasses.asdict(summary),
+                }
+                for name, module, summary in zip(names, lowered, summaries, strict=True)
+            ],
+            "vela": dataclasses.asdict(total) if total else None,
+            "partition": report.to_dict(),
+            "quantized_model": model.key[:16],
+        }
+
+
+def _strip_dump_path(case: str, lowered: Sequence[Any], spec: Any) -> None:
+    """Remove the dump folder from the delegates' compile specs, leaving a plain export's."""
+    plain = [(s.key, bytes(s.value)) for s in spec._to_list()]
+    for module in lowered:
+        specs = module.compile_specs
+        specs[:] = [s for s in specs if s.key != DUMP_KEY]
+        if [(s.key, bytes(s.value)) for s in specs] != plain:
+            raise ExportError(
+                f"case {case!r}: a delegate's compile specs differ from a plain export's "
+                "beyond the dump folder; the .pte would not be the standard one",
+                fix="the ExecuTorch Arm backend changed its compile specs; hil needs updating",
+            )
+
+
+def _write_log(workdir: Path, printed: list[str]) -> None:
+    (workdir / "vela.log").write_text("".join(printed))
+
+
+def _raised_in_vela(error: BaseException) -> bool:
+    """Whether the exception came out of Vela (the ethosu package or ExecuTorch's Vela call)."""
+    traceback = error.__traceback__
+    while traceback is not None:
+        filename = traceback.tb_frame.f_code.co_filename
+        if "/ethosu/" in filename or filename.endswith("arm_vela.py"):
+            return True
+        traceback = traceback.tb_next
+    return False

@@ -1,0 +1,190 @@
+"""Ethos-U55 / Ethos-U85 without silicon: the TOSA reference model plus Vela's estimate.
+
+The target runs what an Ethos-U system would run, from the artifact's side files (see
+hil.recipes.ethos_u): the non-delegated part of the program on the host's CPU (PyTorch kernels),
+and each NPU delegate as the TOSA graph Vela compiled, in Arm's TOSA reference model
+(hil.tosa_delegate). Every run executes both afresh; a warm run only skips the export.
+
+Latency and memory are Vela's estimate for the configured NPU, system config and memory mode:
+timings carry `timing="estimated"` and the counters say so in their names' documentation below.
+No wall time of the reference model is reported: it says nothing about the NPU.
+
+Counters: npu_cycles, total_cycles, est_time_us, clock_hz, sram_bytes, dram_bytes, flash_bytes,
+vela_macs (Vela's estimate), macs and npu_macs (hil's count), macs_per_cycle, mac_utilization,
+delegates, delegated_fraction, fallback_ops, pte_bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+
+from hil.arrays import to_array
+from hil.cache import Artifact
+from hil.case import Inputs
+from hil.devices import TimingPolicy
+from hil.errors import DeployError, DeviceSpecError, HilError, TargetUnavailable
+from hil.partition import PartitionReport
+from hil.recipes.host_program import load_host_program
+from hil.recipes.lowering import flatten_outputs
+from hil.targets.base import Deployment, RunResult, Target
+from hil.tosa_delegate import TosaRunner
+from hil.vela import VelaSummary, combine, read_summary, utilization
+
+RECIPE = "ethos-u"
+
+
+@dataclass
+class _Loaded:
+    module: Any
+    graphs: dict[str, bytes]
+    counters: dict[str, float] = field(default_factory=dict)
+
+
+class EthosURefTarget(Target):
+    """Numerics from the TOSA reference model, performance from Vela (estimated)."""
+
+    # Outputs come from the same integer graph as the quantized PyTorch model's: they must agree
+    # with it to within one quantization step (the session judges this).
+    quantized_steps_limit: ClassVar[float | None] = 1.0
+
+    _loaded: dict[str, _Loaded]
+
+    def _provision(self) -> None:
+        try:
+            import tosa_reference_model  # noqa: F401
+        except ImportError as e:
+            raise TargetUnavailable(
+                f"the TOSA reference model cannot be imported: {e}",
+                fix="install executorch[ethos-u]==1.5.1 (it brings tosa-tools)",
+            ) from e
+        self._check_recipes()
+        self._loaded = {}
+
+    def _check_recipes(self) -> None:
+        """Every ethos-u recipe of this device must compile for the device's NPU."""
+        from hil.recipes import make_recipe
+        from hil.recipes.ethos_u import EthosURecipe
+
+        npu = self.spec.npu
+        for recipe_spec in self.spec.recipes:
+            if recipe_spec.name != RECIPE:
+                raise DeviceSpecError(
+                    f"{self.spec.source}: target kind ethos_u_ref runs only the {RECIPE!r} "
+                    f"recipe, not {recipe_spec.name!r}",
+                    fix=f"list only {RECIPE!r} recipes in {self.spec.source.name}",
+                )
+            recipe = make_recipe(recipe_spec.name, recipe_spec.options)
+            assert isinstance(recipe, EthosURecipe)
+            if npu is None or recipe.accelerator != npu:
+                raise DeviceSpecError(
+                    f"{self.spec.source}: recipe {RECIPE} compiles for {recipe.accelerator}, "
+                    f"but the device's npu is {npu}",
+                    fix="make recipes[].options.accelerator_config equal the device's npu",
+                )
+            try:
+                recipe.check_vela_config()
+            except HilError as e:
+                raise DeviceSpecError(f"{self.spec.source}: {e.message}", fix=e.fix) from e
+
+    def _deploy(self, artifact: Artifact) -> Deployment:
+        if artifact.sha256 in self._loaded:
+            return Deployment(artifact.sha256)
+        details = artifact.details
+        if details.get("accelerator_config") != self.spec.npu:
+            raise DeployError(
+                f"{artifact.pte_path} was compiled for {details.get('accelerator_config')}, "
+                f"not for this target's {self.spec.npu}",
+                fix="export with the target's own recipe",
+            )
+        delegates = list(details.get("delegates", ()))
+        graphs: dict[str, bytes] = {}
+        summaries: list[VelaSummary] = []
+        for delegate in delegates:
+            folder = artifact.folder / delegate["folder"]
+            try:
+                graphs[delegate["name"]] = (folder / "out.tosa").read_bytes()
+            except OSError as e:
+                raise DeployError(
+                    f"delegate {delegate['name']} of {artifact.folder} has no TOSA graph: {e}",
+                    fix="delete the cache entry to re-export",
+                ) from e
+            summaries.append(read_summary(folder / "output"))
+        module = load_host_program(artifact.folder)
+        loaded = _Loaded(module, graphs, self._counters(artifact, combine(summaries)))
+        self._loaded[artifact.sha256] = loaded
+        self.log.info(
+            "deployed %s: %d NPU delegate(s), %s",
+            artifact.key[:12],
+            len(graphs),
+            _estimate_text(loaded.counters),
+        )
+        return Deployment(artifact.sha256, bytes_sent=artifact.size)
+
+    def _counters(self, artifact: Artifact, vela: VelaSummary | None) -> dict[str, float]:
+        report = PartitionReport.from_dict(artifact.details["partition"])
+        per_cycle = float(artifact.details["macs_per_cycle"])
+        counters: dict[str, float] = {
+            "delegates": float(report.delegates),
+            "delegated_fraction": report.delegated_fraction,
+            "fallback_ops": float(report.fallback_count),
+            "pte_bytes": float(artifact.size),
+            "macs": float(report.macs),
+            "npu_macs": float(report.accelerated_macs),
+            "macs_per_cycle": per_cycle,
+        }
+        if vela is not None:
+            counters.update(vela.counters())
+            share = utilization(report.accelerated_macs, per_cycle, vela.npu_cycles)
+            if share is not None:
+                counters["mac_utilization"] = share
+        return counters
+
+    def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
+        loaded = self._loaded[deployment.sha256]
+        runner = TosaRunner(loaded.graphs)
+        with torch.no_grad(), runner:
+            result = loaded.module(*inputs)
+        missing = sorted(set(loaded.graphs) - set(runner.calls))
+        if missing:
+            raise DeployError(
+                f"the program never called NPU delegate(s) {', '.join(missing)}",
+                fix="the host program does not match the .pte; delete the cache entry",
+            )
+        counters = loaded.counters
+        estimate = counters.get("est_time_us")
+        return RunResult(
+            outputs=tuple(to_array(t) for t in flatten_outputs(result)),
+            timings_us=(estimate,) if estimate is not None else (),
+            timing="estimated",
+            counters=counters,
+            log=(
+                f"ran {len(runner.calls)} NPU delegate(s) in the TOSA reference model "
+                f"({', '.join(runner.calls) or 'none'}) and the rest on the host CPU; "
+                f"{_estimate_text(counters)}"
+            ),
+        )
+
+    def _teardown(self) -> None:
+        self._loaded.clear()
+
+    def describe(self) -> Mapping[str, str]:
+        return {
+            **super().describe(),
+            "npu": str(self.spec.npu),
+            "numerics": "TOSA reference model",
+            "timing": "Vela estimate",
+        }
+
+
+def _estimate_text(counters: Mapping[str, float]) -> str:
+    if "npu_cycles" not in counters:
+        return "no NPU delegate: nothing for Vela to estimate"
+    return (
+        f"Vela estimates {counters['npu_cycles']:.0f} NPU cycles, "
+        f"{counters['total_cycles']:.0f} total cycles, {counters['est_time_us']:.1f} us "
+        f"at {counters['clock_hz'] / 1e6:.0f} MHz (estimated)"
+    )

@@ -1,0 +1,194 @@
+"""The `hil::tosa_delegate` operator: an Ethos-U delegate call that runs the delegate's TOSA graph.
+
+Why it exists: a .pte's Ethos-U delegate holds Vela's command stream, which only an NPU (or an
+FVP) can execute. What Vela compiled, though, is a TOSA graph, and Arm's TOSA reference model
+executes TOSA exactly as the specification defines it. So the Ethos-U recipe keeps, beside the
+.pte, each delegate's TOSA flatbuffer (the very bytes Vela received; the recipe checks that Vela
+turns them into the delegate's command stream again) and the non-delegated rest of the program
+as a torch.export file in which every delegate call is this operator. At run time the reference
+targets load that file and run it under `TosaRunner`, which answers each `hil::tosa_delegate`
+call by running the named TOSA graph in the reference model. Nothing is computed at export time
+and replayed: every run executes the TOSA graphs and the CPU operators afresh.
+
+Outside a TosaRunner the operator refuses to run, so a program that still contains delegate
+calls can never be mistaken for a complete one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch.overrides import TorchFunctionMode
+
+from hil.capture import captured_output
+from hil.errors import TargetCrash, TargetStateError
+
+DTYPES: Mapping[str, torch.dtype] = {
+    str(d).removeprefix("torch."): d
+    for d in (
+        torch.int8,
+        torch.uint8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.bool,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+    )
+}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape, dtype and dim order of one delegate output (what the fake kernel must produce)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    dim_order: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype, "dim_order": list(self.dim_order)}
+
+
+def encode_outputs(specs: Sequence[TensorSpec]) -> str:
+    return json.dumps([s.to_json() for s in specs], separators=(",", ":"))
+
+
+def decode_outputs(text: str) -> list[TensorSpec]:
+    return [
+        TensorSpec(tuple(item["shape"]), item["dtype"], tuple(item["dim_order"]))
+        for item in json.loads(text)
+    ]
+
+
+def _empty_like_spec(spec: TensorSpec) -> torch.Tensor:
+    return torch.empty(spec.shape, dtype=DTYPES[spec.dtype])
+
+
+@torch.library.custom_op("hil::tosa_delegate", mutates_args=())
+def tosa_delegate(delegate: str, outputs: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Stands for one NPU delegate; runs only inside a TosaRunner (see module docstring)."""
+    raise TargetStateError(
+        f"hil::tosa_delegate({delegate!r}) ran outside a TosaRunner: this program's NPU "
+        "delegates need the TOSA reference model",
+        fix="run the program through hil's ethos_u_ref target (hil.targets.ethos_u_ref)",
+    )
+
+
+@tosa_delegate.register_fake
+def _tosa_delegate_fake(
+    delegate: str, outputs: str, inputs: list[torch.Tensor]
+) -> list[torch.Tensor]:
+    return [_empty_like_spec(spec) for spec in decode_outputs(outputs)]
+
+
+OP = torch.ops.hil.tosa_delegate.default
+
+
+def to_tosa_layout(tensor: torch.Tensor) -> np.ndarray[Any, Any]:
+    """A tensor as the TOSA graph sees it: permuted into its dim order (NHWC when channels-last)."""
+    order = tensor.dim_order()
+    data = tensor.detach().permute(order) if list(order) != sorted(order) else tensor.detach()
+    return np.ascontiguousarray(data.contiguous().numpy())
+
+
+def from_tosa_layout(array: np.ndarray[Any, Any], spec: TensorSpec) -> torch.Tensor:
+    """A TOSA output back in PyTorch's logical shape (undoing the dim-order permutation)."""
+    physical = [spec.shape[i] for i in spec.dim_order]
+    tensor = torch.from_numpy(np.array(array, copy=True)).reshape(physical)
+    if list(spec.dim_order) == sorted(spec.dim_order):
+        return tensor.to(DTYPES[spec.dtype])
+    inverse = [spec.dim_order.index(i) for i in range(len(spec.dim_order))]
+    return tensor.permute(inverse).contiguous().to(DTYPES[spec.dtype])
+
+
+NDArray = np.ndarray[Any, Any]
+RunGraph = Callable[[bytes, list[NDArray]], tuple[list[NDArray], str, str]]
+
+
+def run_reference_model(
+    graph: bytes, inputs: list[np.ndarray[Any, Any]]
+) -> tuple[list[np.ndarray[Any, Any]], str, str]:
+    """Run one TOSA flatbuffer in Arm's reference model: (outputs, status name, its messages)."""
+    import tosa_reference_model as reference
+
+    with captured_output() as messages:
+        outputs, status = reference.run(
+            graph, inputs, verbosity="LOW", initialize_variable_tensor_from_numpy=True
+        )
+    return list(outputs), str(status.name), messages[0] if messages else ""
+
+
+class TosaRunner(TorchFunctionMode):
+    """Answers `hil::tosa_delegate` calls with the TOSA reference model; all else runs as usual.
+
+    `graphs` maps delegate names to TOSA flatbuffers. A status other than TOSA_VALID is a
+    TargetCrash that names the delegate, the status and the reference model's own words.
+    """
+
+    def __init__(
+        self, graphs: Mapping[str, bytes], run_graph: RunGraph = run_reference_model
+    ) -> None:
+        super().__init__()
+        self.graphs = graphs
+        self.run_graph = run_graph
+        self.calls: list[str] = []
+        self.log = logging.getLogger("hil.tosa_delegate")
+
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
+        if func is OP:
+            delegate, outputs, inputs = args
+            return self.call(delegate, decode_outputs(outputs), inputs)
+        return func(*args, **(kwargs or {}))
+
+    def call(
+        self, delegate: str, outputs: list[TensorSpec], inputs: Sequence[torch.Tensor]
+    ) -> list[torch.Tensor]:
+        if delegate not in self.graphs:
+            raise TargetStateError(
+                f"the program calls NPU delegate {delegate!r}, which this deployment lacks "
+                f"(it has {', '.join(sorted(self.graphs)) or 'none'})",
+                fix="delete the artifact's cache entry to re-export it",
+            )
+        arrays = [to_tosa_layout(t) for t in inputs]
+        try:
+            results, status, messages = self.run_graph(self.graphs[delegate], arrays)
+        except ValueError as e:  # the reference model refuses inputs it cannot bind
+            raise TargetCrash(
+                f"TOSA reference model refused the inputs of delegate {delegate!r}: {e}",
+                fix="the delegate's inputs differ from its TOSA graph's; re-export the artifact",
+            ) from e
+        self.calls.append(delegate)
+        if messages.strip():
+            self.log.debug("reference model on %s: %s", delegate, messages.strip())
+        if status != "TOSA_VALID":
+            raise TargetCrash(
+                f"TOSA reference model returned {status} for delegate {delegate!r}",
+                fix="the TOSA specification leaves this graph's result undefined for these "
+                "inputs (e.g. integer overflow); the NPU's answer cannot be trusted either",
+                log_tail=_relevant(messages),
+            )
+        if len(results) != len(outputs):
+            raise TargetCrash(
+                f"delegate {delegate!r} returned {len(results)} outputs, expected {len(outputs)}"
+            )
+        return [from_tosa_layout(a, spec) for a, spec in zip(results, outputs, strict=True)]
+
+
+def _relevant(messages: str) -> str:
+    """The reference model's messages without its version chatter."""
+    lines = [line for line in messages.splitlines() if "Different TOSA spec" not in line]
+    return "\n".join(lines[-12:])
