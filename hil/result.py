@@ -70,7 +70,8 @@ class CheckResult:
         return (
             f"differs from the quantized PyTorch model by {agreement.steps:.2f} output steps "
             f"(max abs {agreement.max_abs:.4g}); this target runs the same integer graph, so "
-            f"at most {limit:g} step is expected"
+            f"at most {limit:g} step(s) are expected (set ToleranceOverride.quantized_steps "
+            "with the reason where rounding compounds over many layers)"
         )
 
     @property

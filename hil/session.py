@@ -238,7 +238,7 @@ class Session:
             deploy_bytes=deployment.bytes_sent,
             log_text=run.log,
             target_info=device.describe(),
-            steps_limit=device.quantized_steps_limit,
+            steps_limit=_steps_limit(device.quantized_steps_limit, case),
         )
 
     def _judge(
@@ -283,13 +283,17 @@ class Session:
             )
         latency = latency_stats(timings, timing)
         budget = budget_for(case.budget_ms, spec, recipe.name)
-        budget_breaches = judge_latency(latency, budget) + judge_limit(
-            ".pte size",
-            artifact.size,
-            spec.memory.pte_max_bytes,
-            "bytes",
-            f"memory.pte_max_bytes of {spec.source.name}",
-        ) + judge_counters(counters, case.counter_budgets, spec, recipe.name)
+        budget_breaches = (
+            judge_latency(latency, budget)
+            + judge_limit(
+                ".pte size",
+                artifact.size,
+                spec.memory.pte_max_bytes,
+                "bytes",
+                f"memory.pte_max_bytes of {spec.source.name}",
+            )
+            + judge_counters(counters, case.counter_budgets, spec, recipe.name)
+        )
         partition = artifact.details.get("partition")
         partition_problems = (
             judge_partition(
@@ -397,3 +401,11 @@ def _accuracy(logits: Array, labels: Array) -> float:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", name)
+
+
+def _steps_limit(target_limit: float | None, case: Case) -> float | None:
+    """The target's limit on steps from the quantized model, unless the case sets its own."""
+    if target_limit is None:
+        return None
+    override = case.tolerance.quantized_steps if case.tolerance else None
+    return target_limit if override is None else override
