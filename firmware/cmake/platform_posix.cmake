@@ -1,6 +1,7 @@
 # Posix platform: a process whose link is stdio, a tty or an inherited descriptor.
 target_sources(hil-runner PRIVATE ${HIL_SRC}/platform/posix/platform_posix.c)
 target_compile_definitions(hil-runner PRIVATE HIL_MAX_PAYLOAD=1048576u HIL_GAP_MS=250u)
+target_compile_definitions(hil_protocol PRIVATE HIL_RX_WINDOW=8)
 
 # The frame check and the model hash sit on the transfer's critical path; where the system
 # offers zlib's and OpenSSL's accelerated versions, use them (the portable ones remain).

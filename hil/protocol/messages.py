@@ -167,6 +167,7 @@ class RunnerInfo:
     engine: int
     holds_model: bool
     debug_commands: bool
+    window: int  # requests the runner can buffer unanswered (model chunks in flight)
     held_sha256: str
     build_id: str
     runtime_version: str
@@ -177,8 +178,8 @@ class RunnerInfo:
     @classmethod
     def parse(cls, payload: bytes) -> RunnerInfo:
         r = Reader(payload, "HELLO")
-        major, minor, max_payload, clock_hz, clock_kind, engine, flags, n_pools = r.unpack(
-            "HHIQBBBB"
+        major, minor, max_payload, clock_hz, clock_kind, engine, flags, n_pools, window, _ = (
+            r.unpack("HHIQBBBBHH")
         )
         held = r.take(32).hex()
         build_id, version, platform, engine_name = r.str8(), r.str8(), r.str8(), r.str8()
@@ -187,19 +188,10 @@ class RunnerInfo:
             name = r.str8()
             pools[name] = r.u64()
         return cls(
-            (major, minor),
-            max_payload,
-            clock_hz,
-            clock_kind,
-            engine,
-            bool(flags & 1),
-            bool(flags & 2),
-            held,
-            build_id,
-            version,
-            platform,
-            engine_name,
-            pools,
+            protocol=(major, minor), max_payload=max_payload, clock_hz=clock_hz,
+            clock_kind=clock_kind, engine=engine, holds_model=bool(flags & 1),
+            debug_commands=bool(flags & 2), window=window, held_sha256=held, build_id=build_id,
+            runtime_version=version, platform=platform, engine_name=engine_name, pools=pools,
         )
 
 

@@ -11,6 +11,11 @@
 #ifndef HIL_BUILD_ID
 #define HIL_BUILD_ID "dev"
 #endif
+/* Requests the platform can take unanswered without losing bytes: a process reading a pty
+ * or socket has the kernel's buffer behind it; a polled UART has one byte. */
+#ifndef HIL_RX_WINDOW
+#define HIL_RX_WINDOW 1
+#endif
 
 void hil_error_set(hil_error_t *err, uint16_t code, uint64_t a, uint64_t b, const char *fmt, ...) {
     err->code = code;
@@ -110,6 +115,8 @@ static void cmd_hello(hil_server_t *s, hil_reader_t *r) {
 #endif
     hil_wr_u8(&w, flags);
     hil_wr_u8(&w, (uint8_t)n_pools);
+    hil_wr_u16(&w, HIL_RX_WINDOW);
+    hil_wr_u16(&w, 0);
     hil_wr_bytes(&w, s->held_hash, 32);
     hil_wr_str8(&w, HIL_BUILD_ID);
     hil_wr_str8(&w, s->engine->runtime_version());

@@ -150,19 +150,30 @@ int hil_platform_init(int argc, char **argv) {
         fprintf(stderr, "hil-runner: cannot put the link in raw mode: %s\n", strerror(errno));
         return 1;
     }
+    int flags = fcntl(P.in_fd, F_GETFL);
+    if (flags < 0 || fcntl(P.in_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        fprintf(stderr, "hil-runner: cannot make the link non-blocking: %s\n", strerror(errno));
+        return 1;
+    }
     install_fault_handlers();
     return 0;
 }
 
 int hil_link_read(uint8_t *buf, size_t cap, uint32_t timeout_ms) {
-    struct pollfd pfd = {P.in_fd, POLLIN, 0};
-    int ready = poll(&pfd, 1, (int)timeout_ms);
-    if (ready < 0) return errno == EINTR ? 0 : -1;
-    if (ready == 0) return 0;
-    ssize_t n = read(P.in_fd, buf, cap);
-    if (n > 0) return (int)n;
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
-    return -1; /* end of file, or EIO: the other side of the pty is gone */
+    /* Read first, wait only when nothing is there: while a model streams in, most reads find
+     * data, and a poll() before each would double the system calls on the transfer path. */
+    for (int waited = 0;; waited = 1) {
+        ssize_t n = read(P.in_fd, buf, cap);
+        if (n > 0) return (int)n;
+        if (n == 0) return -1; /* end of file: the other side is gone */
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return -1; /* EIO: the pty hung up */
+        if (waited) return 0;
+        struct pollfd pfd = {P.in_fd, POLLIN, 0};
+        int ready = poll(&pfd, 1, (int)timeout_ms);
+        if (ready < 0 && errno != EINTR) return -1;
+        if (ready == 0) return 0;
+    }
 }
 
 int hil_link_write(const uint8_t *buf, size_t len) {

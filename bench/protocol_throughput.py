@@ -1,0 +1,133 @@
+"""Protocol throughput over a pty, as a ratio of the pty's raw throughput, and the bytes a
+redeploy of an unchanged model moves. One run prints both; goals: ratio >= 0.9, redeploy 0.
+
+    raw       pyserial writes N bytes into a pty (1 MiB writes, as the client does); `dd` on
+              the other side drains them in 1 MiB reads (as the runner reads). Time until dd
+              has read them all.
+    protocol  the same pyserial link, the firmware runner on the other side (host build,
+              echo engine: the transfer path without the program parse): LOAD_BEGIN, N bytes
+              in CRC-checked chunks with their acks, LOAD_END with the runner's sha256 check.
+    redeploy  SerialTarget on the vboard device deploys a small exported model twice; the
+              second deploy must move nothing.
+
+Run: .venv/bin/python bench/protocol_throughput.py [--mib 64] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import statistics
+import subprocess
+import sys
+import time
+import tty
+from pathlib import Path
+
+import torch
+
+from hil import firmware
+from hil.case import case_from_module
+from hil.devices import DeviceRegistry, default_device_dirs
+from hil.protocol.client import LinkPolicy, RunnerClient
+from hil.recipes import make_recipe
+from hil.session import Session
+from hil.targets.virtual_boards import HostRunnerBoard
+from hil.transports.serial_link import SerialLink
+
+BLOCK = 1 << 20
+
+
+def raw_seconds(data: bytes) -> float:
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    reader = subprocess.Popen(
+        ["dd", "of=/dev/null", f"bs={BLOCK}", f"count={len(data) // BLOCK}", "iflag=fullblock",
+         "status=none"],
+        stdin=master,
+    )
+    os.close(master)
+    link = SerialLink(os.ttyname(slave)).open()
+    try:
+        started = time.perf_counter()
+        for offset in range(0, len(data), BLOCK):
+            link.write(data[offset : offset + BLOCK])
+        reader.wait(timeout=120)
+        return time.perf_counter() - started
+    finally:
+        link.close()
+        os.close(slave)
+
+
+def protocol_seconds(runner: Path, data: bytes) -> float:
+    digest = hashlib.sha256(data).hexdigest()
+    board = HostRunnerBoard("bench", runner, ["--engine", "echo", "--quiet"])
+    link = SerialLink(board.start()).open()
+    try:
+        client = RunnerClient(link, name="bench", policy=LinkPolicy(bytes_per_s=5e6))
+        client.hello()
+        started = time.perf_counter()
+        outcome = client.load(data, sha256=digest)
+        seconds = time.perf_counter() - started
+        assert outcome.bytes_sent == len(data)
+        assert client.stats.retransmits == 0
+        return seconds
+    finally:
+        link.close()
+        board.stop()
+
+
+def redeploy_bytes() -> tuple[int, int, int]:
+    """(first deploy bytes, redeploy bytes, bytes on the wire during the redeploy)."""
+
+    class Tiny(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(64, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.fc(x))
+
+    torch.manual_seed(0)
+    devices = DeviceRegistry.from_dirs(default_device_dirs())
+    with Session(devices=devices) as session:
+        case = case_from_module("bench-redeploy", Tiny(), torch.randn(1, 64))
+        artifact = session.artifact(session.built(case), make_recipe("portable"))
+        target = session.target("vboard")
+        first = target.deploy(artifact)
+        client = target._client  # type: ignore[attr-defined]  # the bench reads link stats
+        wire_before = client.stats.bytes_sent
+        second = target.deploy(artifact)
+        return first.bytes_sent, second.bytes_sent, client.stats.bytes_sent - wire_before
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    runner = firmware.build(firmware.FirmwareConfig("host")).binary
+    data = os.urandom(args.mib << 20)
+    raw: list[float] = []
+    proto: list[float] = []
+    for _ in range(args.repeats):  # interleaved, so a busy moment hits both alike
+        raw.append(raw_seconds(data))
+        proto.append(protocol_seconds(runner, data))
+    raw_rate = len(data) / statistics.median(raw) / 1e6
+    proto_rate = len(data) / statistics.median(proto) / 1e6
+    first, again, wire = redeploy_bytes()
+    print(f"payload: {args.mib} MiB, median of {args.repeats} interleaved runs each")
+    print("raw runs (MB/s):         " + " ".join(f"{len(data) / t / 1e6:.0f}" for t in raw))
+    print("protocol runs (MB/s):    " + " ".join(f"{len(data) / t / 1e6:.0f}" for t in proto))
+    print(f"raw pty throughput:      {raw_rate:8.1f} MB/s")
+    print(f"protocol throughput:     {proto_rate:8.1f} MB/s")
+    print(f"protocol / raw:          {proto_rate / raw_rate:8.3f}   (goal >= 0.9)")
+    print(f"first deploy:            {first:8d} bytes of model sent")
+    print(f"redeploy, unchanged:     {again:8d} bytes of model sent, {wire} bytes on the wire"
+          "   (goal 0)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
