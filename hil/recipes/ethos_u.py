@@ -144,12 +144,10 @@ class EthosURecipe(Recipe):
         spec._get_pass_pipeline_config()
         return spec
 
-    def quantizer_identity(self, spec: Any) -> Mapping[str, Any]:
-        """What shapes the quantized model: the quantizer, its config and the TOSA profile."""
+    def quantizer_identity(self) -> Mapping[str, Any]:
+        """Quantizer facts beyond the prepared graph (which the store fingerprints itself)."""
         return {
             "quantizer": "EthosUQuantizer",
-            "tosa_spec": str(spec.tosa_spec),
-            "pipeline": spec._get_pass_pipeline_config().serialize().decode(),
             "per_channel": self.options["per_channel"],
             "a16w8": self.options["a16w8"],
         }
@@ -173,7 +171,7 @@ class EthosURecipe(Recipe):
     def quantized_model(self, built: BuiltCase, spec: Any, workdir: Path) -> QuantizedModel:
         root = self.shared_dir / "quantized" if self.shared_dir else workdir / ".quantized"
         model = QuantizedStore(root).get(
-            built, self.quantizer_identity(spec), lambda: self.quantizer(spec)
+            built, self.quantizer_identity(), lambda: self.quantizer(spec)
         )
         if self.shared_dir is None:
             shutil.rmtree(root, ignore_errors=True)

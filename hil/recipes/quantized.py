@@ -1,10 +1,13 @@
-"""Quantized models shared between recipes whose quantizer configuration is identical.
+"""Quantized models shared between recipes whose quantizer behaves identically on the model.
 
-PT2E quantization (prepare, calibrate, convert) is a large part of an int8 export. Recipes that
-differ only after quantization (Ethos-U55-128 vs -256, another system config, memory mode or Vela
-flag) quantize the same model the same way, so the quantized program is stored once, keyed by
-everything that shapes it: the model's fingerprint, its inputs and calibration samples, the
-quantizer's identity (class, configuration, the TOSA profile it annotates for) and tool versions.
+PT2E quantization (prepare, calibrate, convert) is a large part of an int8 export, calibration
+most of all. Recipes that differ only after quantization (Ethos-U55-128 vs -256, another system
+config, memory mode or Vela flag), and often even Ethos-U55 vs U85, quantize a model the same
+way. Whether they do is measured, not assumed: the store key covers the *prepared* model, i.e.
+the graph the quantizer annotated with its observers (code, every observer's configuration and
+every tensor the graph reads), plus the calibration samples and tool versions. Equal prepared
+models calibrate and convert to equal quantized models, so they share one entry; any difference
+the quantizer makes (a U55-only decomposition, another softmax lowering) gives another key.
 
 Entries live in `<cache root>/shared/quantized/<key>/` (program.pt2, reference.npz, meta.json),
 built in a private folder and renamed into place under a file lock, like the artifact cache.
@@ -16,8 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
+import operator
 import os
 import shutil
 import tempfile
@@ -35,7 +40,7 @@ from hil.errors import CacheError
 from hil.fingerprint import (
     digest_of,
     input_spec,
-    model_fingerprint,
+    tensor_fingerprint,
     tensors_fingerprint,
     tool_versions,
 )
@@ -43,7 +48,6 @@ from hil.recipes.lowering import (
     export_program,
     exporter_step,
     output_scales,
-    quantize,
     run_reference,
 )
 
@@ -74,11 +78,37 @@ def prepared_case(
     return replace(built, inputs=inputs, calibration=samples)
 
 
-def store_key(built: BuiltCase, identity: Mapping[str, Any]) -> str:
+def prepare(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
+    """torch.export, then PT2E prepare: the model with the quantizer's observers in place."""
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+
+    # check_guards=False: torch 2.13 otherwise inserts a _guards_fn call that the
+    # quantizer annotations and the Arm passes do not expect.
+    graph = torch.export.export(built.module, built.inputs).module(check_guards=False)
+    prepared: torch.fx.GraphModule = prepare_pt2e(graph, quantizer)
+    return prepared
+
+
+def prepared_fingerprint(prepared: torch.fx.GraphModule) -> str:
+    """sha256 of what calibration and conversion depend on: the graph's code, each observer's
+    configuration (its repr before calibration) and every tensor the graph reads."""
+    digest = hashlib.sha256(prepared.code.encode())
+    for node in prepared.graph.nodes:
+        if node.op not in ("get_attr", "call_module"):
+            continue
+        value = operator.attrgetter(str(node.target))(prepared)
+        if isinstance(value, torch.Tensor):
+            tensor_fingerprint(value, digest, label=str(node.target))
+        else:
+            digest.update(f"{node.target}={value!r}".encode())
+    return digest.hexdigest()
+
+
+def store_key(built: BuiltCase, identity: Mapping[str, Any], prepared: torch.fx.GraphModule) -> str:
     return digest_of(
         {
             "format": FORMAT,
-            "model": model_fingerprint(built.module),
+            "prepared": prepared_fingerprint(prepared),
             "inputs": input_spec(built.inputs),
             "input_values": tensors_fingerprint(built.inputs),
             "calibration": tensors_fingerprint(
@@ -116,16 +146,28 @@ class QuantizedStore:
         identity: Mapping[str, Any],
         make_quantizer: Callable[[], Any],
     ) -> QuantizedModel:
-        key = store_key(built, identity)
+        """The quantized model of `built` (identity: quantizer facts that convert may use)."""
+        case = built.case.name
+        prepared = exporter_step("PT2E prepare", case, lambda: prepare(built, make_quantizer()))
+        key = store_key(built, identity, prepared)
         entry = self.root / key
         with self._locked(key):
             reused = (entry / "meta.json").exists()
             if not reused:
-                self._build(built, make_quantizer, entry)
-            return self._load(entry, key, reused, built.case.name)
+                self._build(built, prepared, entry)
+            return self._load(entry, key, reused, case)
 
-    def _build(self, built: BuiltCase, make_quantizer: Callable[[], Any], entry: Path) -> None:
-        converted = quantize(built, make_quantizer())
+    def _build(self, built: BuiltCase, prepared: torch.fx.GraphModule, entry: Path) -> None:
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
+
+        def calibrate_and_convert() -> torch.fx.GraphModule:
+            with torch.no_grad():
+                for sample in built.calibration_or_default():
+                    prepared(*sample)
+            converted: torch.fx.GraphModule = convert_pt2e(prepared)
+            return converted
+
+        converted = exporter_step("PT2E calibration", built.case.name, calibrate_and_convert)
         program = export_program(built, converted)
         reference = run_reference(converted, built.inputs)
         self.root.mkdir(parents=True, exist_ok=True)
