@@ -123,6 +123,11 @@ class SerialTarget(Target):
     def _teardown(self) -> None:
         self._close()
 
+    @property
+    def board(self) -> Board:
+        """What the runner runs on (tests reach a virtual board's process through it)."""
+        return self._board
+
     def describe(self) -> dict[str, str]:
         facts = dict(super().describe())
         info = getattr(self, "_info", None)

@@ -83,6 +83,10 @@ void hil_platform_reset(void);
 /* Debug commands used by fault-injection tests. */
 void hil_platform_hang(void);
 void hil_platform_fault(void);
+/* A fault the platform was told to inject at the start of RUN number `run` (1-based), as a
+ * HIL_DEBUG_* op, or 0. The posix runner takes it from `--inject hang@N` / `fault@N`, so a
+ * test can make a runner misbehave inside a suite without talking to it. */
+int hil_platform_injected_fault(uint32_t run);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,7 @@ typedef struct {
     uint64_t input_received[HIL_MAX_TENSORS];
 
     int debug_arm; /* HIL_DEBUG_* to trigger inside the next RUN, 0 for none */
+    uint32_t runs; /* RUN requests served since start */
 } hil_server_t;
 
 /* Serve until the link closes. `buf`/`cap` is the memory for both frame buffers. */

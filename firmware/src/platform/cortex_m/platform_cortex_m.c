@@ -119,3 +119,8 @@ void hil_platform_hang(void) {
 }
 
 void hil_platform_fault(void) { __asm__ volatile("udf #0"); }
+
+int hil_platform_injected_fault(uint32_t run) {
+    (void)run;
+    return 0;
+}

@@ -27,11 +27,13 @@ static struct {
     int out_fd;
     int engine; /* -1: the build's default */
     int quiet;
+    int inject_op;
+    uint32_t inject_run;
     hil_pool_t pools[HIL_POOL_COUNT];
     size_t pool_size[HIL_POOL_COUNT];
     hil_fault_t fault;
     hil_fault_hook_t fault_hook;
-} P = {0, 1, -1, 0, {{0}}, {0}, {0}, NULL};
+} P = {0, 1, -1, 0, 0, 0, {{0}}, {0}, {0}, NULL};
 
 static const char *const pool_names[HIL_POOL_COUNT] = {"model", "method", "planned", "temp", "io"};
 
@@ -50,8 +52,9 @@ static size_t parse_size(const char *text) {
 static void usage(void) {
     fprintf(stderr,
             "usage: hil-runner [--stdio | --tty PATH | --fd N] [--engine executorch|echo]\n"
-            "                  [--pool NAME=SIZE]... [--quiet]\n"
-            "  pools: model, method, planned, temp, io; sizes take K, M, G suffixes\n");
+            "                  [--pool NAME=SIZE]... [--inject hang@N | fault@N] [--quiet]\n"
+            "  pools: model, method, planned, temp, io; sizes take K, M, G suffixes\n"
+            "  --inject: hang or fault at the start of the N-th RUN (fault-injection tests)\n");
 }
 
 static int make_raw(int fd) {
@@ -135,6 +138,16 @@ int hil_platform_init(int argc, char **argv) {
                 }
             }
             if (!found) {
+                usage();
+                return 2;
+            }
+            i++;
+        } else if (strcmp(a, "--inject") == 0 && next && strchr(next, '@')) {
+            P.inject_op = strncmp(next, "hang@", 5) == 0    ? HIL_DEBUG_HANG
+                          : strncmp(next, "fault@", 6) == 0 ? HIL_DEBUG_FAULT
+                                                            : 0;
+            P.inject_run = (uint32_t)atoi(strchr(next, '@') + 1);
+            if (P.inject_op == 0 || P.inject_run == 0) {
                 usage();
                 return 2;
             }
@@ -246,6 +259,10 @@ void hil_platform_set_fault_hook(hil_fault_hook_t hook) { P.fault_hook = hook; }
 
 void hil_platform_reset(void) {
     /* A process needs no more than the soft reset the server already did. */
+}
+
+int hil_platform_injected_fault(uint32_t run) {
+    return run == P.inject_run ? P.inject_op : 0;
 }
 
 void hil_platform_hang(void) {
