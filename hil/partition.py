@@ -2,9 +2,10 @@
 
 A recipe that partitions (Ethos-U delegates, Cortex-M CMSIS-NN kernels) records one report per
 artifact in its details under "partition". It names the accelerated operators, the operators left
-to the CPU's portable kernels (with the partitioner's reason where it gives one), the
-quantize/dequantize operators at the delegate boundaries (expected on the CPU, not a fallback),
-the number of delegates and the .pte size.
+to the CPU's portable kernels (with the partitioner's reason where it gives one), the "boundary"
+operators that are on the CPU by design and move no arithmetic (quantize/dequantize at the
+delegates' edges; on Cortex-M also the layout and view copies every graph keeps), the number of
+delegates and the .pte size.
 
 A case asserts "fully delegated" or an expected fallback set; operator names match on their
 short form ("avg_pool3d" matches "aten.avg_pool3d.default"), so suites stay readable.
@@ -68,7 +69,7 @@ class PartitionReport:
 
     @property
     def fully_delegated(self) -> bool:
-        return not self.fallbacks and self.delegates > 0
+        return not self.fallbacks and self.accelerated_count > 0
 
     def fallback_ops(self) -> frozenset[str]:
         return frozenset(f.op for f in self.fallbacks)
@@ -107,7 +108,7 @@ class PartitionReport:
     def describe(self) -> str:
         """One line per fallback, for failure messages and logs."""
         if not self.fallbacks:
-            return f"fully delegated to {self.backend} ({self.delegates} delegate(s))"
+            return f"fully on {self.backend} ({self.delegates} delegate(s))"
         lines = [
             f"{f.op} x{f.count}" + (f": {f.reason}" if f.reason else "") for f in self.fallbacks
         ]
@@ -121,7 +122,7 @@ def judge_partition(report: PartitionReport, expected: Iterable[str] | None) -> 
     want = {short_name(op) for op in expected}
     have = {short_name(f.op): f for f in report.fallbacks}
     problems = []
-    if not want and report.delegates == 0:
+    if not want and report.accelerated_count == 0:
         problems.append(f"expected the model fully delegated, but nothing ran on {report.backend}")
     for name in sorted(set(have) - want):
         f = have[name]

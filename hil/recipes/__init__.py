@@ -8,13 +8,20 @@ from typing import Any
 
 from hil.errors import UsageError
 from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.cortex_m import CortexMRecipe
 from hil.recipes.ethos_u import EthosURecipe
 from hil.recipes.portable import PortableRecipe
 from hil.recipes.xnnpack import XnnpackFp32Recipe, XnnpackInt8Recipe
 
 RECIPES: Mapping[str, type[Recipe]] = {
     cls.name: cls
-    for cls in (PortableRecipe, XnnpackFp32Recipe, XnnpackInt8Recipe, EthosURecipe)
+    for cls in (
+        PortableRecipe,
+        XnnpackFp32Recipe,
+        XnnpackInt8Recipe,
+        EthosURecipe,
+        CortexMRecipe,
+    )
 }
 
 

@@ -7,7 +7,8 @@ it loadable and runnable without ExecuTorch's runtime:
 - each NPU delegate call becomes `hil::tosa_delegate(name, outputs, inputs)` (hil.tosa_delegate),
   which the reference target answers with the delegate's TOSA graph;
 - each edge-dialect operator becomes the aten (or cortex_m, quantized_decomposed) operator it
-  wraps, so PyTorch's kernels (or the Cortex-M Python reference kernels) run the CPU part.
+  wraps, so PyTorch's kernels (or the Cortex-M Python reference kernels) run the CPU part;
+- a scratch-buffer allocation (`executorch.exir.memory.alloc`) becomes `aten.zeros`.
 
 Loading needs the operator libraries registered: `load_host_program` imports them first.
 """
@@ -77,6 +78,8 @@ def host_program(edge_program: Any, name_of: Callable[[int, Any], str]) -> Any:
                 graph.erase_node(holder)
                 delattr(graph_module, holder.target)
             index += 1
+        elif node.op == "call_function" and node.target is _alloc():
+            _replace_alloc(node)
         elif node.op == "call_function":
             node.target = aten_overload(node.target)
     graph_module.recompile()
@@ -89,6 +92,23 @@ def host_program(edge_program: Any, name_of: Callable[[int, Any], str]) -> Any:
         module_call_graph=program.module_call_graph,
         constants=program.constants,
     )
+
+
+def _alloc() -> Any:
+    from executorch.exir import memory
+
+    return memory.alloc
+
+
+def _replace_alloc(node: torch.fx.Node) -> None:
+    """A scratch buffer (`memory.alloc`, e.g. for CMSIS-NN convolutions) as a plain zeros op."""
+    spec: Any = node.args[0]
+    if isinstance(spec, list):
+        raise DeployError(f"{node.name}: a multi-buffer alloc has no host stand-in")
+    shape, dtype = spec
+    node.target = torch.ops.aten.zeros.default
+    node.args = ([int(d) for d in shape],)
+    node.kwargs = {"dtype": dtype}
 
 
 def save_host_program(program: Any, folder: Path) -> Path:

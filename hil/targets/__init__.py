@@ -13,6 +13,7 @@ TARGET_CLASSES = {
     "host": "hil.targets.host:HostTarget",
     "serial": "hil.targets.serial:SerialTarget",
     "ethos_u_ref": "hil.targets.ethos_u_ref:EthosURefTarget",
+    "cortex_m_ref": "hil.targets.cortex_m_ref:CortexMRefTarget",
 }
 
 

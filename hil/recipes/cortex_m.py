@@ -1,0 +1,192 @@
+"""The Cortex-M recipe: CortexMQuantizer, to_edge with the Cortex-M config, the cortex_m passes.
+
+Following ExecuTorch's own compile script (backends/arm/scripts/aot_arm_compiler.py): the model
+and its 4-D inputs go channels-last, the quantized program is lowered to edge with
+`cortex_m_edge_compile_config()`, and `CortexMPassManager` rewrites quantized patterns into
+`cortex_m::` operators (CMSIS-NN kernels on the device). Nothing is delegated: the partition
+report lists which operators became CMSIS-NN kernels and which stay on portable kernels.
+
+Options: cpu ("cortex-m55", "cortex-m85", ...; selects the CMSIS-NN backend: MVE, DSP, scalar)
+and int16_activations (per-tensor ops with 16-bit activations where the kernels support it).
+
+Besides the .pte the recipe writes host_program.pt2, the transformed edge program before
+serialization (see hil.recipes.host_program); the cortex-m reference target runs it through the
+cortex_m operators' Python reference implementations.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import torch
+
+from hil.case import BuiltCase
+from hil.errors import UsageError
+from hil.macs import graph_macs, op_name
+from hil.partition import Fallback, PartitionReport
+from hil.recipes.arm_partition import compute_nodes
+from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.host_program import host_program as make_host_program
+from hil.recipes.host_program import save_host_program
+from hil.recipes.lowering import exporter_step
+from hil.recipes.quantized import QuantizedModel, QuantizedStore
+
+CPUS = ("cortex-m0", "cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m23",
+        "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")  # fmt: skip
+CMSIS_NAMESPACE = "cortex_m."
+# Operators that move no arithmetic: quantize/dequantize at the edges, layout and view copies.
+GLUE = (
+    "cortex_m.quantize_per_tensor",
+    "cortex_m.dequantize_per_tensor",
+    "quantized_decomposed.",
+    "aten.view_copy",
+    "aten.squeeze_copy",
+    "aten.unsqueeze_copy",
+    "aten.permute_copy",
+    "dim_order_ops.",
+)
+# The cortex_m operators register on importing the passes package (importing ops.operators
+# first runs into a circular import in executorch 1.5.1).
+OP_LIBRARIES = (
+    "torch.ao.quantization.fx._decomposed",
+    "executorch.exir.passes.dim_order_ops_registry",
+    "executorch.backends.cortex_m.passes",
+)
+
+
+def channels_last(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.to(memory_format=torch.channels_last) if tensor.dim() == 4 else tensor
+
+
+class CortexMRecipe(Recipe):
+    name = "cortex-m"
+    numerics = "int8"
+    option_defaults = MappingProxyType({"cpu": "cortex-m55", "int16_activations": False})
+    helper_modules = (
+        "hil.recipes.lowering",
+        "hil.recipes.quantized",
+        "hil.recipes.host_program",
+        "hil.recipes.arm_partition",
+        "hil.macs",
+        "hil.partition",
+    )
+
+    def validate(self) -> None:
+        if self.options["cpu"] not in CPUS:
+            raise UsageError(
+                f"recipe {self.name}: cpu {self.options['cpu']!r} is not a Cortex-M",
+                fix="use one of " + ", ".join(CPUS),
+            )
+        if not isinstance(self.options["int16_activations"], bool):
+            raise UsageError(f"recipe {self.name}: int16_activations must be true or false")
+
+    def quantizer(self) -> Any:
+        from executorch.backends.cortex_m.quantizer.quantization_configs import (
+            INT8_PER_TENSOR_CONFIG,
+            INT16_PER_TENSOR_CONFIG,
+        )
+        from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+
+        int16 = self.options["int16_activations"]
+        return CortexMQuantizer(INT16_PER_TENSOR_CONFIG if int16 else INT8_PER_TENSOR_CONFIG)
+
+    def quantized_model(self, built: BuiltCase, workdir: Path) -> QuantizedModel:
+        root = self.shared_dir / "quantized" if self.shared_dir else workdir / ".quantized"
+        identity: Mapping[str, Any] = {
+            "quantizer": "CortexMQuantizer",
+            "int16_activations": self.options["int16_activations"],
+            "layout": "channels_last",
+        }
+        return QuantizedStore(root).get(built, identity, self.quantizer)
+
+    def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
+        import executorch.backends.cortex_m.passes  # registers the cortex_m:: operators
+        import executorch.kernels.quantized  # noqa: F401  (quantize/dequantize out-variants)
+        from executorch.backends.cortex_m.edge_compile_config import (
+            cortex_m_edge_compile_config,
+        )
+        from executorch.backends.cortex_m.passes.cortex_m_pass_manager import (
+            CortexMPassManager,
+        )
+        from executorch.backends.cortex_m.target_config import CortexMTargetConfig
+        from executorch.exir import to_edge_transform_and_lower
+
+        case = built.case.name
+        layout_case = _channels_last_case(built)
+        model = self.quantized_model(layout_case, workdir)
+        target = CortexMTargetConfig.from_target_string(self.options["cpu"])
+
+        def lower() -> tuple[Any, Any]:
+            edge = to_edge_transform_and_lower(
+                model.program, compile_config=cortex_m_edge_compile_config()
+            )
+            before = edge.exported_program()
+            macs = graph_macs(before.graph.nodes)
+            # As ExecuTorch's aot_arm_compiler does: the transformed program replaces forward.
+            edge._edge_programs["forward"] = CortexMPassManager(
+                before, target_config=target
+            ).transform()
+            return edge, macs
+
+        edge, macs = exporter_step("Cortex-M lowering (cortex_m passes)", case, lower)
+        program = edge.exported_program()
+        report = cortex_m_report(program, macs)
+        save_host_program(make_host_program(program, lambda i, _: f"delegate_{i}"), workdir)
+        pte = exporter_step(
+            "serializing the program", case, lambda: bytes(edge.to_executorch().buffer)
+        )
+        report = dataclasses.replace(report, pte_bytes=len(pte))
+        return ExportProduct(
+            pte=pte,
+            output_scales=model.output_scales,
+            quantized_reference=model.reference,
+            details={
+                "cpu": self.options["cpu"],
+                "cmsis_nn_backend": target.backend.name,
+                "input_layout": "channels_last",
+                "partition": report.to_dict(),
+                "quantized_model": model.key[:16],
+            },
+        )
+
+
+def _channels_last_case(built: BuiltCase) -> BuiltCase:
+    """The case as the Cortex-M flow wants it: module and 4-D tensors channels-last (on copies)."""
+    module = copy.deepcopy(built.module).to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    samples = [tuple(channels_last(t) for t in s) for s in built.calibration_or_default()]
+    inputs = tuple(channels_last(t) for t in built.inputs)
+    return dataclasses.replace(built, module=module, inputs=inputs, calibration=samples)
+
+
+def cortex_m_report(program: Any, macs: int) -> PartitionReport:
+    """Which operators became CMSIS-NN kernels (cortex_m::) and which stay on portable kernels."""
+    kernels: Counter[str] = Counter()
+    glue: Counter[str] = Counter()
+    portable: Counter[str] = Counter()
+    for node in compute_nodes(program.graph.nodes):
+        name = op_name(node.target)
+        if name == "alloc":
+            continue  # a scratch buffer for a CMSIS-NN kernel, not an operator
+        if name.startswith(GLUE):
+            glue[name] += 1
+        elif name.startswith(CMSIS_NAMESPACE):
+            kernels[name] += 1
+        else:
+            portable[name] += 1
+    return PartitionReport(
+        backend="CMSIS-NN",
+        delegates=0,
+        accelerated=dict(sorted(kernels.items())),
+        fallbacks=tuple(
+            Fallback(op, count, "no cortex_m kernel: runs on portable kernels")
+            for op, count in sorted(portable.items())
+        ),
+        boundary=dict(sorted(glue.items())),
+        macs=macs,
+    )

@@ -1,0 +1,93 @@
+"""Cortex-M numerics without a board: the cortex_m-lowered program on its Python reference ops.
+
+The Cortex-M recipe keeps, beside the .pte, the edge program exactly as the cortex_m passes left
+it before serialization (host_program.pt2). Its `cortex_m::` operators are the CMSIS-NN kernels on
+a device; ExecuTorch registers a Python reference implementation for each of them, which this
+target runs, with PyTorch's kernels for the operators that stay portable. That checks the
+lowering's integer arithmetic (requantization multipliers and shifts, zero points, layouts) at
+every run, from cached files. It says nothing about speed: no timings are reported.
+
+Counters: cmsis_nn_ops, portable_ops, cmsis_nn_fraction, pte_bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import torch
+
+from hil.arrays import to_array
+from hil.cache import Artifact
+from hil.case import Inputs
+from hil.devices import TimingPolicy
+from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+from hil.partition import PartitionReport
+from hil.recipes.cortex_m import OP_LIBRARIES, channels_last
+from hil.recipes.host_program import load_host_program
+from hil.recipes.lowering import flatten_outputs
+from hil.targets.base import Deployment, RunResult, Target
+
+
+class CortexMRefTarget(Target):
+    """Runs the cortex_m edge program's reference operators on the host."""
+
+    # The reference ops compute the quantized model's integer graph: at most one output step
+    # from the quantized PyTorch model is expected (cases may allow more, with the reason).
+    quantized_steps_limit: ClassVar[float | None] = 1.0
+
+    _loaded: dict[str, tuple[Any, bool, dict[str, float]]]
+
+    def _provision(self) -> None:
+        try:
+            import executorch.backends.cortex_m.passes  # noqa: F401  (cortex_m:: operators)
+        except ImportError as e:
+            raise TargetUnavailable(
+                f"ExecuTorch's cortex_m operators cannot be imported: {e}",
+                fix="install executorch==1.5.1 (make suites does this)",
+            ) from e
+        for recipe in self.spec.recipes:
+            if recipe.name != "cortex-m":
+                raise DeviceSpecError(
+                    f"{self.spec.source}: target kind cortex_m_ref runs only the 'cortex-m' "
+                    f"recipe, not {recipe.name!r}",
+                    fix=f"list only 'cortex-m' recipes in {self.spec.source.name}",
+                )
+        self._loaded = {}
+
+    def _deploy(self, artifact: Artifact) -> Deployment:
+        if artifact.sha256 in self._loaded:
+            return Deployment(artifact.sha256)
+        if "partition" not in artifact.details or "cpu" not in artifact.details:
+            raise DeployError(
+                f"{artifact.pte_path} was not made by the cortex-m recipe",
+                fix="export with the target's own recipe",
+            )
+        module = load_host_program(artifact.folder, OP_LIBRARIES)
+        report = PartitionReport.from_dict(artifact.details["partition"])
+        counters = {
+            "cmsis_nn_ops": float(report.accelerated_count),
+            "portable_ops": float(report.fallback_count),
+            "cmsis_nn_fraction": report.delegated_fraction,
+            "pte_bytes": float(artifact.size),
+        }
+        layout = artifact.details.get("input_layout") == "channels_last"
+        self._loaded[artifact.sha256] = (module, layout, counters)
+        return Deployment(artifact.sha256, bytes_sent=artifact.size)
+
+    def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
+        module, layout, counters = self._loaded[deployment.sha256]
+        values = tuple(channels_last(t) for t in inputs) if layout else inputs
+        with torch.no_grad():
+            result = module(*values)
+        return RunResult(
+            outputs=tuple(to_array(t) for t in flatten_outputs(result)),
+            counters=counters,
+            log="ran the cortex_m program's Python reference operators (no timing)",
+        )
+
+    def _teardown(self) -> None:
+        self._loaded.clear()
+
+    def describe(self) -> Mapping[str, str]:
+        return {**super().describe(), "numerics": "cortex_m Python reference operators"}
