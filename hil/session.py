@@ -14,26 +14,15 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from hil import compare
-from hil.arrays import Array
-from hil.budgets import (
-    LatencyStats,
-    budget_for,
-    judge_counters,
-    judge_latency,
-    judge_limit,
-    latency_stats,
-)
+from hil.arrays import save_check_arrays
+from hil.budgets import latency_stats
 from hil.cache import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
-from hil.devices import DeviceRegistry, DeviceSpec, TimingPolicy, default_device_dirs
+from hil.devices import DeviceRegistry, TimingPolicy, default_device_dirs
 from hil.errors import HilError, InfrastructureError, TargetCrash
 from hil.fingerprint import (
     digest_of,
@@ -42,10 +31,10 @@ from hil.fingerprint import (
     tensors_fingerprint,
     tool_versions,
 )
-from hil.partition import PartitionReport, judge_partition
+from hil.judge import Observation, Reference, judge
 from hil.recipes import Recipe, make_recipe
 from hil.recipes.lowering import run_reference
-from hil.result import Accuracy, CheckResult
+from hil.result import CheckResult
 from hil.targets import Target, make_target
 from hil.timing import timed_runs
 
@@ -66,12 +55,6 @@ def default_results_dir() -> Path:
     return Path(os.environ.get("HIL_RESULTS_DIR", ".hil/results"))
 
 
-@dataclass(frozen=True)
-class EagerReference:
-    outputs: tuple[Array, ...]
-    latency: LatencyStats | None
-
-
 class Session:
     """Runs checks; usable from scripts, notebooks and the pytest plugin alike."""
 
@@ -90,7 +73,7 @@ class Session:
         self._targets: dict[str, Target] = {}
         self._broken: dict[str, HilError] = {}
         self._built: dict[str, tuple[Case, BuiltCase]] = {}
-        self._eager: dict[str, EagerReference] = {}
+        self._eager: dict[str, Reference] = {}
         self._fingerprints: dict[str, str] = {}
 
     # -- the parts -------------------------------------------------------------------------
@@ -175,7 +158,7 @@ class Session:
             log.warning("rebuilt %s [%s]: %s", name, recipe.name, artifact.rebuilt_because)
         return artifact
 
-    def eager(self, built: BuiltCase) -> EagerReference:
+    def eager(self, built: BuiltCase) -> Reference:
         """Eager PyTorch outputs (the reference) and eager latency (for comparison tables)."""
         name = built.case.name
         if name not in self._eager:
@@ -184,7 +167,7 @@ class Session:
             outputs = run_reference(built.module, built.inputs)
             with torch.no_grad():
                 _, timings = timed_runs(lambda: built.module(*built.inputs), EAGER_POLICY)
-            self._eager[name] = EagerReference(outputs, latency_stats(timings))
+            self._eager[name] = Reference(outputs, latency_stats(timings))
         return self._eager[name]
 
     # -- the check ------------------------------------------------------------------------
@@ -221,144 +204,25 @@ class Session:
         reference = self.eager(built)
         deployment = device.deploy(artifact)
         run = device.run(deployment, built.inputs, case.timing or spec.latency.policy)
-        arrays = self._save_arrays(
-            built, spec, recipe_obj, reference.outputs, run.outputs, artifact
+        name = _safe(f"{case.name}--{spec.name}--{recipe_obj.name}")
+        arrays = save_check_arrays(
+            self.results_dir / "arrays" / f"{name}.npz",
+            input=built.inputs,
+            reference=reference.outputs,
+            output=run.outputs,
+            quantized_reference=artifact.quantized_reference() or (),
         )
-        return self._judge(
-            built,
-            spec,
-            recipe_obj,
-            artifact,
-            reference,
-            run.outputs,
-            arrays,
-            timings=run.timings_us,
+        seen = Observation(
+            outputs=run.outputs,
+            timings_us=run.timings_us,
             timing=run.timing,
             counters=run.counters,
             deploy_bytes=deployment.bytes_sent,
-            log_text=run.log,
+            log=run.log,
             target_info=device.describe(),
-            steps_limit=_steps_limit(device.quantized_steps_limit, case),
+            quantized_steps_limit=device.quantized_steps_limit,
         )
-
-    def _judge(
-        self,
-        built: BuiltCase,
-        spec: DeviceSpec,
-        recipe: Recipe,
-        artifact: Artifact,
-        reference: EagerReference,
-        outputs: tuple[Array, ...],
-        arrays: Path,
-        *,
-        timings: tuple[float, ...],
-        timing: str,
-        counters: Mapping[str, float],
-        deploy_bytes: int,
-        log_text: str,
-        target_info: Mapping[str, str],
-        steps_limit: float | None = None,
-    ) -> CheckResult:
-        case = built.case
-        problems = tuple(compare.shape_problems(reference.outputs, outputs))
-        tolerance = compare.tolerance_for(
-            recipe.numerics, reference.outputs, artifact.output_scales, case.tolerance
-        )
-        metrics = None
-        breaches: tuple[compare.Breach, ...] = ()
-        if not problems:
-            metrics = compare.measure(reference.outputs, outputs, classifier=case.classifier)
-            breaches = tuple(compare.judge(metrics, tolerance))
-        qref = artifact.quantized_reference()
-        qref_metrics = None
-        if qref is not None and not compare.shape_problems(qref, outputs):
-            qref_metrics = compare.measure(qref, outputs, classifier=case.classifier)
-        accuracy = None
-        if built.labels is not None and case.max_accuracy_drop is not None and not problems:
-            labels = built.labels.numpy()
-            accuracy = Accuracy(
-                eager=_accuracy(reference.outputs[0], labels),
-                target=_accuracy(outputs[0], labels),
-                max_drop=case.max_accuracy_drop,
-            )
-        latency = latency_stats(timings, timing)
-        budget = budget_for(case.budget_ms, spec, recipe.name)
-        budget_breaches = (
-            judge_latency(latency, budget)
-            + judge_limit(
-                ".pte size",
-                artifact.size,
-                spec.memory.pte_max_bytes,
-                "bytes",
-                f"memory.pte_max_bytes of {spec.source.name}",
-            )
-            + judge_counters(counters, case.counter_budgets, spec, recipe.name)
-        )
-        partition = artifact.details.get("partition")
-        partition_problems = (
-            judge_partition(
-                PartitionReport.from_dict(partition),
-                case.expected_fallback_for(spec.name, recipe.name),
-            )
-            if partition
-            else []
-        )
-        agreement = (
-            compare.quantized_agreement(qref, outputs, artifact.output_scales)
-            if qref is not None
-            else None
-        )
-        return CheckResult(
-            case=case.name,
-            target=spec.name,
-            recipe=recipe.name,
-            numerics=recipe.numerics,
-            artifact=artifact,
-            arrays_path=arrays,
-            tolerance=tolerance,
-            metrics=metrics,
-            structure_problems=problems,
-            output_breaches=breaches,
-            quantized_reference_metrics=qref_metrics,
-            accuracy=accuracy,
-            latency=latency,
-            eager_latency=reference.latency,
-            budget=budget,
-            budget_breaches=tuple(budget_breaches),
-            counters=counters,
-            deploy_bytes=deploy_bytes,
-            log=log_text,
-            target_info=target_info,
-            partition=partition,
-            partition_problems=tuple(partition_problems),
-            quantized_agreement=agreement,
-            quantized_steps_limit=steps_limit,
-        )
-
-    def _save_arrays(
-        self,
-        built: BuiltCase,
-        spec: DeviceSpec,
-        recipe: Recipe,
-        reference: tuple[Array, ...],
-        outputs: tuple[Array, ...],
-        artifact: Artifact,
-    ) -> Path:
-        """Keep inputs, reference and outputs of every check, so a failure can be studied."""
-        folder = self.results_dir / "arrays"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / (_safe(f"{built.case.name}--{spec.name}--{recipe.name}") + ".npz")
-        arrays: dict[str, Array] = {}
-        for i, t in enumerate(built.inputs):
-            arrays[f"input{i}"] = t.detach().numpy()
-        for i, a in enumerate(reference):
-            arrays[f"reference{i}"] = a
-        for i, a in enumerate(outputs):
-            arrays[f"output{i}"] = a
-        for i, a in enumerate(artifact.quantized_reference() or ()):
-            arrays[f"quantized_reference{i}"] = a
-        np.savez_compressed(path, **arrays)
-        return path.resolve()
+        return judge(built, spec, recipe_obj, artifact, reference, seen, arrays)
 
     def close(self) -> None:
         for target in self._targets.values():
@@ -394,18 +258,5 @@ def _heartbeat(progress: Progress, what: str, every_s: float = 5.0) -> Iterator[
         thread.join()
 
 
-def _accuracy(logits: Array, labels: Array) -> float:
-    predicted = np.argmax(logits.reshape(len(labels), -1), axis=-1)
-    return float(np.mean(predicted == labels))
-
-
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", name)
-
-
-def _steps_limit(target_limit: float | None, case: Case) -> float | None:
-    """The target's limit on steps from the quantized model, unless the case sets its own."""
-    if target_limit is None:
-        return None
-    override = case.tolerance.quantized_steps if case.tolerance else None
-    return target_limit if override is None else override
