@@ -58,7 +58,10 @@ def node_macs(node: torch.fx.Node) -> int:
         weight = _shape(_val(node.args[1]))
         if weight is None:
             return 0
-        transposed = bool(node.args[6]) if len(node.args) > 6 else False
+        if name.startswith("aten.convolution."):
+            transposed = bool(node.args[6]) if len(node.args) > 6 else False
+        else:  # conv1d/conv2d/conv3d, or conv_transpose1d/2d/3d
+            transposed = name.startswith("aten.conv_transpose")
         if transposed:
             source = _shape(_val(node.args[0]))
             if source is None:

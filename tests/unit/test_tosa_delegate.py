@@ -1,0 +1,78 @@
+"""The hil::tosa_delegate operator and its runner: layouts, and refusing a bad TOSA status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from hil.errors import TargetCrash, TargetStateError
+from hil.tosa_delegate import (
+    OP,
+    TensorSpec,
+    TosaRunner,
+    decode_outputs,
+    encode_outputs,
+    from_tosa_layout,
+    to_tosa_layout,
+)
+
+SPEC = TensorSpec((1, 2, 3, 4), "int8", (0, 2, 3, 1))  # a channels-last output
+
+
+def test_output_specs_round_trip() -> None:
+    assert decode_outputs(encode_outputs([SPEC])) == [SPEC]
+
+
+def test_channels_last_goes_to_nhwc_and_back() -> None:
+    tensor = torch.arange(24, dtype=torch.int8).reshape(1, 2, 3, 4)
+    nhwc = to_tosa_layout(tensor.to(memory_format=torch.channels_last))
+    assert nhwc.shape == (1, 3, 4, 2)
+    back = from_tosa_layout(nhwc, SPEC)
+    assert torch.equal(back, tensor)
+    contiguous = to_tosa_layout(tensor)
+    assert contiguous.shape == (1, 2, 3, 4)
+
+
+def test_the_operator_refuses_to_run_outside_a_runner() -> None:
+    with pytest.raises(TargetStateError, match="outside a TosaRunner"):
+        OP("delegate_0", encode_outputs([SPEC]), [torch.zeros(1, dtype=torch.int8)])
+
+
+def fake_reference(status: str, messages: str = "") -> Any:
+    """Stands in for the reference model's Python binding (the library boundary)."""
+
+    def run(graph: bytes, inputs: list[np.ndarray[Any, Any]]) -> Any:
+        return [inputs[0][..., :1].copy()], status, messages
+
+    return run
+
+
+def test_runner_answers_delegate_calls() -> None:
+    spec = TensorSpec((2, 1), "int8", (0, 1))
+    runner = TosaRunner({"delegate_0": b"graph"}, fake_reference("TOSA_VALID"))
+    with runner:
+        out = OP(
+            "delegate_0", encode_outputs([spec]), [torch.tensor([[3, 4], [5, 6]], dtype=torch.int8)]
+        )
+    assert runner.calls == ["delegate_0"]
+    assert out[0].tolist() == [[3], [5]]
+
+
+def test_a_status_other_than_valid_is_an_error_with_the_status() -> None:
+    spec = TensorSpec((1, 1), "int32", (0, 1))
+    runner = TosaRunner(
+        {"delegate_0": b"graph"},
+        fake_reference("TOSA_UNPREDICTABLE", "Integer addition: positive overflow"),
+    )
+    with pytest.raises(TargetCrash) as caught, runner:
+        OP("delegate_0", encode_outputs([spec]), [torch.tensor([[1]], dtype=torch.int32)])
+    assert "TOSA_UNPREDICTABLE" in str(caught.value)
+    assert "positive overflow" in str(caught.value)
+
+
+def test_an_unknown_delegate_is_named() -> None:
+    with pytest.raises(TargetStateError, match="delegate_7"), TosaRunner({}):
+        OP("delegate_7", encode_outputs([SPEC]), [torch.zeros(1, dtype=torch.int8)])
