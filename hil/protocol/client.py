@@ -113,11 +113,12 @@ class RunnerClient:
         return LoadOutcome(sent, m.MethodInfo.parse(end))
 
     def _send_chunks(self, view: memoryview, chunk: int, window: int) -> int:
-        """Stream LOAD_CHUNKs, `window` in flight; go back to the last acknowledged byte on
-        any failure. Returns the model bytes sent."""
+        """Stream LOAD_CHUNKs, `window` in flight; on any failure go back to the last byte the
+        runner acknowledged and halve the chunk (a noisy line damages big frames most), and
+        grow it again after a run of clean acks. Returns the model bytes sent."""
         channel = self.channel
-        size = len(view)
-        acked = next_offset = sent = 0
+        size, largest, smallest = len(view), chunk, min(chunk, 1024)
+        acked = next_offset = sent = clean = 0
         inflight: collections.deque[tuple[int, int, int]] = collections.deque()  # seq, end, bytes
         failures: list[Failed] = []
         while acked < size:
@@ -136,6 +137,9 @@ class RunnerClient:
                 if received >= end:
                     acked = max(acked, received)
                     failures.clear()
+                    clean += 1
+                    if clean >= 8 and chunk < largest:
+                        chunk, clean = min(largest, chunk * 2), 0
                     continue
                 failure = Failed(f"after the chunk ending at {end} the runner holds {received}")
             elif isinstance(reply, m.ErrorReply):
@@ -148,7 +152,9 @@ class RunnerClient:
             if len(failures) > channel.policy.retries:
                 raise channel.gave_up("LOAD_CHUNK", failures)
             channel.stats.retransmits += 1
-            channel.log.warning("model transfer: %s; resending from byte %d", failure.reason, acked)
+            chunk, clean = max(smallest, chunk // 2), 0
+            channel.log.warning("model transfer: %s; resending from byte %d in %d-byte chunks",
+                                failure.reason, acked, chunk)
             inflight.clear()  # their replies, if any come, carry seqs nobody waits for
             next_offset = acked
         return sent

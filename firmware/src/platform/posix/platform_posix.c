@@ -87,6 +87,10 @@ static void on_fatal(int signo, siginfo_t *info, void *context) {
     static const char line[] = "hil-runner: fatal signal, fault report sent\n";
     (void)!write(2, line, sizeof(line) - 1);
     if (P.fault_hook) P.fault_hook(&P.fault);
+    /* Linger before dying: a pty drops unread bytes when its master closes, and the host
+     * should read the report rather than only see the link hang up. */
+    struct timespec linger = {0, 300 * 1000 * 1000};
+    nanosleep(&linger, NULL);
     raise(signo); /* SA_RESETHAND restored the default action: die with the same signal */
 }
 

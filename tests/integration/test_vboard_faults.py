@@ -1,0 +1,239 @@
+"""Bad input and faults on the virtual board: a killed, hung or faulting runner, a damaged
+line, a model too large for the pool, a protocol version mismatch. Each uses the real runner
+on a real pty; the only thing simulated is the fault itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from hil import Case, seeded
+from hil import firmware
+from hil.devices import DeviceRegistry, TimingPolicy
+from hil.errors import DeployError, InfrastructureError, LinkTimeout, ProtocolError, TargetCrash
+from hil.protocol import messages as m
+from hil.protocol.client import LinkPolicy, RunnerClient
+from hil.session import Session
+from hil.targets.serial import SerialTarget
+from hil.targets.virtual_boards import HostRunnerBoard
+from hil.transports.serial_link import SerialLink
+
+from pty_relay import CorruptingRelay, Damage
+
+REPO = Path(__file__).resolve().parents[2]
+
+SERIAL_DEVICE = """
+name: {name}
+kind: serial
+recipes: [portable, xnnpack-int8]
+latency: {{warmup: 1, min_runs: 3, min_time_s: 0.01, max_runs: 50}}
+connection:
+{connection}
+"""
+
+
+def tiny() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+TINY = Case("tiny_mlp", tiny, seeded((2, 16)))
+# Runs on the runner for 30 s unless stopped: long enough to be killed in the middle.
+LONG = Case("tiny_mlp_long", tiny, seeded((2, 16)),
+            timing=TimingPolicy(warmup=0, min_runs=10**6, min_time_s=30.0, max_runs=10**7,
+                                max_time_s=60.0))
+
+
+def kill_when_running(board: HostRunnerBoard, timeout: float = 60.0) -> threading.Thread:
+    """SIGKILL the runner as soon as its log says a run with no warm-up has started."""
+    log = board.log_path
+    assert log is not None
+    start = log.stat().st_size
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with log.open("rb") as f:
+                f.seek(start)
+                if b"run: 0 warm-up" in f.read():
+                    time.sleep(0.2)
+                    os.kill(board.pid, signal.SIGKILL)  # type: ignore[arg-type]
+                    return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def device(folder: Path, name: str, connection: dict[str, object]) -> None:
+    lines = "\n".join(f"  {k}: {v!r}" if isinstance(v, str) else f"  {k}: {v}"
+                      for k, v in connection.items())
+    (folder / f"{name}.yaml").write_text(SERIAL_DEVICE.format(name=name, connection=lines))
+
+
+@pytest.fixture
+def lab(tmp_path: Path, shared_cache: Path) -> Iterator[tuple[Session, Path]]:
+    """A session over the repo's devices plus test devices written into `folder`."""
+    folder = tmp_path / "devices"
+    folder.mkdir()
+    sessions: list[Session] = []
+
+    def open_session() -> Session:
+        registry = DeviceRegistry.from_dirs([REPO / "devices", folder])
+        s = Session(devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results")
+        sessions.append(s)
+        return s
+
+    yield open_session, folder  # type: ignore[misc]
+    for s in sessions:
+        s.close()
+
+
+def test_runner_killed_mid_run_is_a_crash_with_its_log_and_the_next_case_restarts_it(
+    lab: tuple, tmp_path: Path
+) -> None:
+    open_session, folder = lab
+    session = open_session()
+    session.check(TINY, "vboard", "portable")  # provisioned, model exported
+    target = session.target("vboard")
+    assert isinstance(target, SerialTarget)
+    board = target.board
+    assert isinstance(board, HostRunnerBoard)
+    victim = board.pid
+    killer = kill_when_running(board)
+    with pytest.raises(TargetCrash) as caught:
+        session.check(LONG, "vboard", "portable")
+    killer.join()
+    crash = caught.value
+    assert "killed by SIGKILL" in str(crash) and "while running the model" in str(crash)
+    assert "run: 0 warm-up" in crash.log_tail  # the runner's last words, from its stderr
+    again = session.check(TINY, "vboard", "portable")
+    assert again.passed
+    assert session.target("vboard").board.pid != victim  # type: ignore[attr-defined]
+
+
+def test_runner_that_faults_is_a_crash_naming_the_signal(lab: tuple) -> None:
+    open_session, folder = lab
+    device(folder, "vfault", {"virtual": "host-runner", "runner_args": ["--inject", "fault@1"]})
+    session = open_session()
+    with pytest.raises(TargetCrash) as caught:
+        session.check(TINY, "vfault", "portable")
+    text = str(caught.value)
+    assert "signal=11" in text and "SIGSEGV" in text
+    assert "fatal signal, fault report sent" in caught.value.log_tail
+
+
+def test_runner_hang_times_out_and_takes_the_target_out_of_service(lab: tuple) -> None:
+    open_session, folder = lab
+    device(folder, "vhang", {"virtual": "host-runner", "runner_args": ["--inject", "hang@1"],
+                             "reply_timeout_s": 1.0, "run_timeout_s": 1.5})
+    session = open_session()
+    with pytest.raises(LinkTimeout, match="silent during RUN") as caught:
+        session.check(TINY, "vhang", "portable")
+    assert "board log:" in str(caught.value)
+    assert session.broken_cause("vhang") is caught.value
+    with pytest.raises(LinkTimeout) as again:
+        session.check(TINY, "vhang", "xnnpack-int8")
+    assert again.value is caught.value  # the first cause, at once
+
+
+def test_model_larger_than_the_pool_is_refused_naming_both_sizes(lab: tuple) -> None:
+    open_session, folder = lab
+    device(folder, "vsmall", {"virtual": "host-runner", "runner_args": ["--pool", "model=2K"]})
+    session = open_session()
+    with pytest.raises(DeployError) as caught:
+        session.check(TINY, "vsmall", "portable")
+    size = session.artifact(session.built(TINY),
+                            __import__("hil.recipes", fromlist=["make_recipe"]).make_recipe(
+                                "portable")).size
+    assert f"the .pte is {size} bytes, larger than the runner's 2048-byte model pool" in str(
+        caught.value)
+    # The runner refuses it too, for a host that does not check first.
+    target = session.target("vsmall")
+    client = target._client  # type: ignore[attr-defined]
+    with pytest.raises(DeployError, match=f"is {size} bytes, larger than the runner's 2048-byte"):
+        client.request(m.LOAD_BEGIN, bytes(32), size.to_bytes(8, "little"))
+
+
+@pytest.fixture
+def runner_board() -> Iterator[HostRunnerBoard]:
+    runner = firmware.build(firmware.FirmwareConfig("host"))
+    board = HostRunnerBoard("faults-runner", runner.binary)
+    yield board
+    board.stop()
+
+
+def test_version_mismatch_is_refused_with_both_versions(runner_board: HostRunnerBoard) -> None:
+    link = SerialLink(runner_board.start()).open()
+    try:
+        client = RunnerClient(link, name="future-host", protocol=(2, 0))
+        with pytest.raises(ProtocolError, match=r"runner speaks 1\.\d+, this hil speaks 2\.0"):
+            client.hello()
+    finally:
+        link.close()
+
+
+def test_debug_hang_request_is_a_timeout_not_a_wrong_answer(runner_board: HostRunnerBoard) -> None:
+    link = SerialLink(runner_board.start()).open()
+    try:
+        client = RunnerClient(link, name="hang", policy=LinkPolicy(reply_timeout_s=0.5, retries=1))
+        client.hello()
+        client.debug(m.DEBUG_HANG, during_next_run=False)
+        with pytest.raises(LinkTimeout, match="no reply"):
+            client.echo(b"are you there")
+        assert runner_board.alive()
+    finally:
+        link.close()
+
+
+def test_line_noise_is_caught_retried_and_outputs_still_match_host(
+    lab: tuple, runner_board: HostRunnerBoard
+) -> None:
+    open_session, folder = lab
+    relay = CorruptingRelay(runner_board.start(),
+                            Damage(flip_every=97, drop_every=151, garbage_every=131), seed=7)
+    try:
+        device(folder, "noisy", {"port": relay.path, "reply_timeout_s": 1.0,
+                                 "bytes_per_s": 5e6, "retries": 8})
+        session = open_session()
+        big = Case("scale_noisy", lambda: nn.Linear(300, 300), seeded((64, 300)))
+        for case in (TINY, big):
+            for recipe in ("portable", "xnnpack-int8"):
+                noisy = session.check(case, "noisy", recipe)
+                clean = session.check(case, "host", recipe)
+                assert noisy.passed, noisy.output_failure()
+                with np.load(noisy.arrays_path) as a, np.load(clean.arrays_path) as b:
+                    assert np.array_equal(a["output0"], b["output0"])
+        stats = session.target("noisy")._client.stats  # type: ignore[attr-defined]
+        assert relay.stats.damaged >= 3
+        assert stats.naks + stats.corrupt_replies + stats.timeouts > 0
+        assert stats.retransmits > 0
+    finally:
+        relay.close()
+
+
+def test_a_line_that_damages_everything_fails_the_target_never_the_numbers(
+    lab: tuple, runner_board: HostRunnerBoard
+) -> None:
+    open_session, folder = lab
+    relay = CorruptingRelay(runner_board.start(), Damage(flip_every=1, directions=("to_host",)))
+    try:
+        device(folder, "deaf", {"port": relay.path, "reply_timeout_s": 0.5, "retries": 2})
+        session = open_session()
+        started = time.monotonic()
+        with pytest.raises(InfrastructureError):
+            session.check(TINY, "deaf", "portable")
+        assert time.monotonic() - started < 60  # bounded retries, not an endless loop
+        assert isinstance(session.broken_cause("deaf"), InfrastructureError)
+    finally:
+        relay.close()
