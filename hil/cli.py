@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
+from hil.report import command as report_command
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -94,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("selftest", help="bring-up checks of a serial target's runner")
     check.add_argument("--target", required=True, help="device name, e.g. qemu-m55 or vboard")
     check.set_defaults(run=cmd_selftest)
+
+    report_command.add_parser(commands)
     return parser
 
 

@@ -16,6 +16,7 @@ import pytest
 from hil.case import Case
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
+from hil.plugin import allure_hooks, report_hooks
 from hil.plugin.fixtures import (
     hil_artifact,
     hil_case,
@@ -70,6 +71,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[STATE] = HilState(options, registry, session)
     config.pluginmanager.register(HilPlugin(config), "hil-plugin")
+    report_hooks.register(config)  # run.json, --hil-report
+    allure_hooks.register(config)  # only with --alluredir
 
 
 def _say(config: pytest.Config, message: str) -> None:

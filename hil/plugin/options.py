@@ -46,6 +46,19 @@ def add_options(parser: pytest.Parser) -> None:
         type=Path,
         help="folder of device files (default: ./devices)",
     )
+    group.addoption(
+        "--hil-report",
+        type=Path,
+        metavar="DIR",
+        help="at the end of the run, write the certification report (report.json, report.html) "
+        "into DIR; `hil report` writes the same from a results folder later",
+    )
+    group.addoption(
+        "--hil-baseline",
+        type=Path,
+        metavar="REPORT_JSON",
+        help="with --hil-report: show what changed since this earlier report.json",
+    )
     parser.addini(
         "hil_targets", "targets used when --target is not given", type="args", default=["host"]
     )

@@ -1,0 +1,173 @@
+"""Run provenance for every run (`<results>/run.json`), and `--hil-report DIR` at the end.
+
+run.json is written when the run starts (so even a run killed half-way says what it was) and
+again at the end with the finish time, the exit status, each hil test's pytest outcome and the
+identities the targets reported. With records.jsonl it is all `hil report` needs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hil.errors import HilError
+from hil.plugin.state import STATE, Variant
+from hil.report import document, provenance
+from hil.report.certify import Written, write_report
+
+log = logging.getLogger("hil.plugin.report")
+
+RUN_KEY = pytest.StashKey[dict[str, Any]]()  # the run document, for other integrations
+VARIANT_ATTR = "hil_variant"  # set on each test report; survives xdist's serialisation
+MAX_REASON = 500
+
+
+class VariantTagger:
+    """Puts the (case, target, recipe) of a test on each of its reports, wherever it runs."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report: pytest.TestReport = yield
+        callspec = getattr(item, "callspec", None)
+        variant = callspec.params.get("hil_variant") if callspec else None
+        if isinstance(variant, Variant):
+            setattr(
+                report,
+                VARIANT_ATTR,
+                {"case": variant.case_id, "target": variant.target, "recipe": variant.recipe},
+            )
+        return report
+
+
+def _reason(report: pytest.TestReport) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        text = str(report.longrepr[2])
+        return text.removeprefix("Skipped: ")
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return str(crash.message)[:MAX_REASON]
+    lines = [line for line in report.longreprtext.splitlines() if line.strip()]
+    return lines[-1][:MAX_REASON] if lines else ""
+
+
+def outcome_update(item: dict[str, Any], report: pytest.TestReport) -> None:
+    """Fold one phase's report into the test's outcome, as pytest's own summary counts it."""
+    wasxfail = getattr(report, "wasxfail", None)
+    if report.when == "setup":
+        if report.failed:
+            item.update(outcome="error", reason=_reason(report))
+        elif report.skipped:
+            if wasxfail is not None:
+                item.update(outcome="xfailed", reason=str(wasxfail))
+            else:
+                item.update(outcome="skipped", reason=_reason(report))
+    elif report.when == "call":
+        if wasxfail is not None:
+            item.update(outcome="xfailed" if report.skipped else "xpassed", reason=str(wasxfail))
+        elif report.failed and report.longreprtext.startswith("[XPASS(strict)]"):
+            reason = report.longreprtext.removeprefix("[XPASS(strict)]").strip()
+            item.update(outcome="xpassed", strict=True, reason=reason)
+        else:
+            item.update(outcome=report.outcome, reason=_reason(report) if report.failed else None)
+    elif report.failed and item.get("outcome") in (None, "passed"):
+        item.update(outcome="error", reason=_reason(report))
+    item["duration_s"] = round(item.get("duration_s", 0.0) + report.duration, 6)
+
+
+class RunRecorder:
+    """Writes run.json; with --hil-report, writes the certification report when the run ends."""
+
+    def __init__(self, config: pytest.Config, report_dir: Path | None, baseline: Path | None):
+        self.config = config
+        self.report_dir = report_dir
+        self.baseline = baseline
+        self.run: dict[str, Any] = {}
+        self.items: dict[str, dict[str, Any]] = {}
+        self.written: Written | None = None
+        self.report_error: HilError | None = None
+
+    @property
+    def results_dir(self) -> Path:
+        return self.config.stash[STATE].session.results_dir
+
+    def _write_run(self) -> None:
+        document.write_json(self.results_dir / "run.json", self.run)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        state = self.config.stash[STATE]
+        params = self.config.invocation_params
+        self.run = provenance.new_run(
+            argv=params.args,
+            positional=self.config.args,
+            invocation_dir=params.dir,
+            rootdir=self.config.rootpath,
+            targets={name: state.registry.get(name) for name in state.options.targets},
+        )
+        self.config.stash[RUN_KEY] = self.run
+        self._write_run()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        variant = getattr(report, VARIANT_ATTR, None)
+        if not isinstance(variant, dict):
+            return
+        item = self.items.setdefault(report.nodeid, {"nodeid": report.nodeid, **variant})
+        outcome_update(item, report)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.run:
+            return
+        state = self.config.stash[STATE]
+        self.run.update(
+            finished=provenance.now_iso(),
+            exit_status=int(exitstatus),
+            items=[i for i in self.items.values() if "outcome" in i],
+        )
+        provenance.note_identities(self.run, state.records)
+        self._write_run()
+        if self.report_dir is None:
+            return
+        try:
+            self.written = write_report(
+                [self.results_dir],
+                self.report_dir,
+                baseline=self.baseline,
+                command=["pytest", *self.config.invocation_params.args],
+            )
+        except HilError as e:
+            self.report_error = e
+            log.error("the certification report could not be written: %s", e)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report_error is not None:
+            terminalreporter.write_line(
+                f"hil: the certification report was NOT written: {self.report_error}", red=True
+            )
+        elif self.written is not None:
+            w = self.written
+            terminalreporter.write_line(
+                f"hil report: {w.html_path} (report.json sha256 {w.digest[:16]}...)"
+            )
+
+
+def register(config: pytest.Config) -> None:
+    """Tag every test's reports; record the run in the controlling process only (not xdist's
+    workers, whose results reach the controller)."""
+    config.pluginmanager.register(VariantTagger(), "hil-variant-tagger")
+    if hasattr(config, "workerinput"):
+        return
+    report_dir = config.getoption("hil_report", None)
+    baseline = config.getoption("hil_baseline", None)
+    if baseline is not None and not Path(baseline).is_file():
+        raise pytest.UsageError(f"--hil-baseline {baseline}: no such report.json")
+    if baseline is not None and report_dir is None:
+        raise pytest.UsageError("--hil-baseline needs --hil-report DIR (the report it goes into)")
+    config.pluginmanager.register(RunRecorder(config, report_dir, baseline), "hil-run-recorder")

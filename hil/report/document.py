@@ -1,0 +1,142 @@
+"""report.json as a document: canonical form, SHA-256 digest, schema validation, reading, writing.
+
+The digest lets a signed report be checked later: it is the SHA-256 of the report's canonical
+JSON with the `digest` member left out (keys sorted, no whitespace, ASCII only, no NaN). Any
+edit to any value changes it; re-serialising the same content never does.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hil.errors import ReportError
+
+SCHEMA_NAME = "hil-certification-report"
+SCHEMA_VERSION = 1
+DIGEST_ALGORITHM = "sha256"
+CANONICAL_FORM = "json: keys sorted, separators ',' ':', ASCII, no NaN, digest member excluded"
+
+
+def finite(value: Any) -> Any:
+    """JSON has no infinities or NaN: write them as the strings 'inf', '-inf', 'nan'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, Mapping):
+        return {str(k): finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def canonical_bytes(report: Mapping[str, Any]) -> bytes:
+    content = {k: v for k, v in report.items() if k != "digest"}
+    try:
+        text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except ValueError as e:
+        raise ReportError(
+            f"the report holds a value JSON cannot carry: {e}",
+            fix="pass every number through hil.report.document.finite() before sealing",
+        ) from e
+    return text.encode("ascii")
+
+
+def compute_digest(report: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_bytes(report)).hexdigest()
+
+
+def seal(report: dict[str, Any]) -> dict[str, Any]:
+    """Set the report's digest over everything else in it."""
+    report["digest"] = {
+        "algorithm": DIGEST_ALGORITHM,
+        "canonical_form": CANONICAL_FORM,
+        "value": compute_digest(report),
+    }
+    return report
+
+
+@dataclass(frozen=True)
+class Verification:
+    ok: bool
+    recorded: str
+    computed: str
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"digest verified: sha256 {self.computed}"
+        return (
+            f"digest MISMATCH: the report records sha256 {self.recorded or '(none)'}, "
+            f"its content hashes to {self.computed}; it was changed after it was written"
+        )
+
+
+def verify(report: Mapping[str, Any]) -> Verification:
+    """Recompute the digest and compare it with the recorded one."""
+    digest = report.get("digest")
+    recorded = str(digest.get("value", "")) if isinstance(digest, Mapping) else ""
+    computed = compute_digest(report)
+    return Verification(recorded == computed, recorded, computed)
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> Mapping[str, Any]:
+    text = resources.files("hil.report").joinpath("schema.json").read_text(encoding="utf-8")
+    loaded: Mapping[str, Any] = json.loads(text)
+    return loaded
+
+
+def validate(report: Mapping[str, Any], source: str = "report") -> None:
+    """Raise ReportError naming every place (up to ten) where the report breaks its schema."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    lines = [
+        f"  at /{'/'.join(str(p) for p in e.absolute_path)}: {e.message[:300]}" for e in errors[:10]
+    ]
+    more = f"\n  ... and {len(errors) - 10} more" if len(errors) > 10 else ""
+    raise ReportError(
+        f"{source} does not follow {SCHEMA_NAME} schema version {SCHEMA_VERSION}:\n"
+        + "\n".join(lines)
+        + more,
+        fix="see hil/report/SCHEMA.md; a report from another hil version may need that version",
+    )
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{path} is not valid JSON: {e}") from e
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """A report.json, checked against the schema (its digest is checked by `verify`)."""
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
+        raise ReportError(
+            f'{path} is not a hil certification report (no "schema": "{SCHEMA_NAME}")',
+            fix="pass a report.json written by `hil report`, or a results folder",
+        )
+    validate(data, str(path))
+    return data
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Indented for people; loads back to exactly the content the digest covers."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, sort_keys=True, indent=2, allow_nan=False)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,263 @@
+"""report.html: one self-contained page a reviewer can read with no network.
+
+Styles are inline, plots are embedded as data: URIs, nothing is fetched. The page is rendered
+from the report's JSON content alone (plus the failing checks' array files when they are still
+on disk), so the HTML never says something report.json does not.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from hil.report import fmt, plots, verdicts
+
+log = logging.getLogger("hil.report.html")
+
+MAX_FAILURE_PLOTS = 40  # per report: keeps the page small when a whole sweep fails
+TOLERANCE_FLOOR = 1e-6  # an exact match still gets a visible bar on the log axis
+
+
+def data_uri(payload: bytes, mime: str) -> str:
+    return f"data:{mime};base64," + base64.b64encode(payload).decode("ascii")
+
+
+def _svg(figure: Any) -> str:
+    return data_uri(plots.render(figure, "svg"), "image/svg+xml")
+
+
+def _png(figure: Any) -> str:
+    return data_uri(plots.render(figure, "png"), "image/png")
+
+
+def columns(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
+    """Targets in order of appearance, each with its recipes in order of appearance."""
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        recipes = found.setdefault(row["target"], [])
+        if row["recipe"] not in recipes:
+            recipes.append(row["recipe"])
+    return list(found.items())
+
+
+def matrix(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Cases x (target, recipe): each cell lists the verdicts found there (usually one)."""
+    rows = report["results"]
+    heads = columns(rows)
+    cells: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    suites: dict[str, str] = {}
+    for row in rows:
+        cells.setdefault((row["case"], row["target"], row["recipe"]), []).append(row)
+        if row.get("suite"):
+            suites.setdefault(row["case"], row["suite"])
+    body = []
+    for case in report["cases"]:
+        line = []
+        for target, recipes in heads:
+            for recipe in recipes:
+                line.append(
+                    {
+                        "target": target,
+                        "recipe": recipe,
+                        "results": [_chip(r) for r in cells.get((case, target, recipe), [])],
+                    }
+                )
+        body.append({"case": case, "suite": suites.get(case, ""), "cells": line})
+    return {"heads": heads, "body": body}
+
+
+def anchor(row: Mapping[str, Any]) -> str:
+    return "r-" + "".join(c if c.isalnum() else "-" for c in row["key"])
+
+
+def _chip(row: Mapping[str, Any]) -> dict[str, Any]:
+    latency = row.get("latency") or {}
+    return {
+        "verdict": row["verdict"],
+        "category": row["category"],
+        "reason": row.get("reason") or "",
+        "anchor": anchor(row),
+        "latency": fmt.duration_us(latency.get("median_us"))
+        + fmt.timing_suffix(latency.get("timing"))
+        if latency
+        else "",
+    }
+
+
+def _budget_us(row: Mapping[str, Any]) -> float | None:
+    budget = row.get("budget") or {}
+    limit = fmt.number(budget.get("limit_ms"))
+    return limit * 1000.0 if limit is not None else None
+
+
+def _statistic_us(row: Mapping[str, Any]) -> float | None:
+    latency = row.get("latency") or {}
+    statistic = (row.get("budget") or {}).get("statistic", "median")
+    return fmt.number(latency.get("p90_us" if statistic == "p90" else "median_us"))
+
+
+def overview_plots(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Per target (and timing kind): latency against budget, and tolerance used."""
+    figures = []
+    for target, _ in columns(report["results"]):
+        rows = [r for r in report["results"] if r["target"] == target]
+        by_timing: dict[str, list[plots.Bar]] = {}
+        for row in rows:
+            value = _statistic_us(row)
+            if value is None:
+                continue
+            limit = _budget_us(row)
+            timing = (row.get("latency") or {}).get("timing", "measured")
+            by_timing.setdefault(timing, []).append(
+                plots.Bar(
+                    f"{row['case']} [{row['recipe']}]",
+                    value,
+                    limit,
+                    limit is None or value <= limit,
+                )
+            )
+        for timing, bars in by_timing.items():
+            figure = plots.latency_overview(bars, target=target, timing=timing)
+            figures.append(
+                {
+                    "title": f"{target}: latency vs budget ({fmt.timing_label(timing)})",
+                    "src": _svg(figure),
+                    "kind": "latency",
+                }
+            )
+        margins = []
+        for row in rows:
+            used = _tolerance_used(row)
+            if used is not None:
+                margins.append(
+                    plots.Bar(
+                        f"{row['case']} [{row['recipe']}]",
+                        max(used, TOLERANCE_FLOOR),
+                        1.0,
+                        used <= 1.0,
+                    )
+                )
+        if margins:
+            figures.append(
+                {
+                    "title": f"{target}: error against tolerance",
+                    "src": _svg(plots.tolerance_overview(margins, target=target)),
+                    "kind": "error",
+                }
+            )
+    return figures
+
+
+def _tolerance_used(row: Mapping[str, Any]) -> float | None:
+    limit = fmt.number((row.get("tolerance") or {}).get("max_abs"))
+    observed = fmt.number((row.get("metrics") or {}).get("max_abs"))
+    if limit is None or observed is None or limit <= 0:
+        return None
+    return observed / limit
+
+
+def failure_plot(row: Mapping[str, Any]) -> str | None:
+    """Output vs reference for a failing check, from its .npz when it is still on disk."""
+    path = Path(str(row.get("arrays") or ""))
+    if row["verdict"] != "MISMATCH" or not path.is_file():
+        return None
+    try:
+        with np.load(path) as data:
+            reference = [data[k] for k in sorted(data.files) if k.startswith("reference")]
+            outputs = [data[k] for k in sorted(data.files) if k.startswith("output")]
+    except (OSError, ValueError) as e:
+        log.warning("cannot read %s for the plot of %s: %s", path, row["key"], e)
+        return None
+    figure = plots.outputs_vs_reference(
+        reference,
+        outputs,
+        title=f"{row['case']} on {row['target']} [{row['recipe']}]",
+        max_abs=fmt.number((row.get("tolerance") or {}).get("max_abs")),
+    )
+    return _png(figure)
+
+
+def counter_tables(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per target, every counter any of its results carries (cycles, memory, utilization)."""
+    tables = []
+    for target, _ in columns(report["results"]):
+        rows = [r for r in report["results"] if r["target"] == target and r["counters"]]
+        names = sorted({name for r in rows for name in r["counters"]})
+        if not names:
+            continue
+        tables.append(
+            {
+                "target": target,
+                "names": names,
+                "rows": [
+                    {
+                        "row": r,
+                        "anchor": anchor(r),
+                        "timing": (r.get("latency") or {}).get("timing", "measured"),
+                        "cells": [fmt.counter(n, r["counters"].get(n)) for n in names],
+                    }
+                    for r in rows
+                ],
+            }
+        )
+    return tables
+
+
+def tool_table(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Tool versions per run; a tool whose version differs between runs is flagged."""
+    names = sorted({name for run in runs for name in (run.get("tools") or {})})
+    lines = []
+    for name in names:
+        values = [(run.get("tools") or {}).get(name, "-") for run in runs]
+        lines.append({"name": name, "versions": values, "differs": len(set(values)) > 1})
+    return {"runs": [run["run_id"] for run in runs], "lines": lines}
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("hil.report", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        us=fmt.duration_us,
+        bytes=fmt.size_bytes,
+        sci=fmt.sci,
+        fixed=fmt.fixed,
+        timing=fmt.timing_label,
+        timing_suffix=fmt.timing_suffix,
+        anchor=anchor,
+        budget_us=_budget_us,
+        statistic_us=_statistic_us,
+        tolerance_used=_tolerance_used,
+    )
+    return env
+
+
+def render(report: Mapping[str, Any]) -> str:
+    failing = [r for r in report["results"] if r["category"] != verdicts.PASS]
+    plots_left = MAX_FAILURE_PLOTS
+    failures = []
+    for row in failing:
+        plot = failure_plot(row) if plots_left > 0 else None
+        plots_left -= plot is not None
+        failures.append({"row": row, "plot": plot})
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        report=report,
+        matrix=matrix(report),
+        overview=overview_plots(report),
+        failures=failures,
+        counters=counter_tables(report),
+        tools=tool_table(report["runs"]),
+        categories=verdicts.CATEGORIES,
+        category_titles=verdicts.CATEGORY_TITLES,
+        timing_notes=fmt.TIMING_NOTES,
+    )

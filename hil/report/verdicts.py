@@ -1,0 +1,90 @@
+"""Which verdicts are the model's fault and which are the lab's: one table for every report.
+
+A release engineer reads a failed case differently from a broken serial link. Allure categories,
+the HTML report and the regression view all sort verdicts through `category_of`, so they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+PASS = "pass"
+FAILURE = "failure"  # the model or the runtime does not meet the bar: a test failure
+INFRASTRUCTURE = "infrastructure"  # the lab failed (link, emulator, missing target)
+ERROR = "error"  # the suite or hil itself is broken
+SKIPPED = "skipped"
+EXPECTED = "expected"  # a failure the case declares as expected (xfail)
+
+CATEGORIES: tuple[str, ...] = (PASS, FAILURE, INFRASTRUCTURE, ERROR, EXPECTED, SKIPPED)
+
+CATEGORY_TITLES: Mapping[str, str] = MappingProxyType(
+    {
+        PASS: "passed",
+        FAILURE: "test failures",
+        INFRASTRUCTURE: "infrastructure errors",
+        ERROR: "suite or framework errors",
+        EXPECTED: "expected failures (xfail)",
+        SKIPPED: "skipped",
+    }
+)
+
+VERDICT_CATEGORIES: Mapping[str, str] = MappingProxyType(
+    {
+        "PASS": PASS,
+        "MISMATCH": FAILURE,
+        "PARTITION": FAILURE,  # operators fell back to the CPU against the case's expectation
+        "OVER BUDGET": FAILURE,
+        "EXPORT FAILED": FAILURE,
+        "DEPLOY FAILED": FAILURE,
+        "XPASS": FAILURE,  # passed although a strict xfail said it must not
+        "INFRA": INFRASTRUCTURE,
+        "CRASH": INFRASTRUCTURE,
+        "UNAVAILABLE": INFRASTRUCTURE,
+        "CASE ERROR": ERROR,
+        "ERROR": ERROR,
+        "SKIPPED": SKIPPED,
+    }
+)
+
+VERDICTS: tuple[str, ...] = tuple(VERDICT_CATEGORIES)
+
+# The hil exception classes behind each category, as allure sees them in a failure message
+# ("hil.errors.OutputMismatch: ..."). pytest.fail() under --hil-require says "required but
+# unavailable".
+ERROR_CLASSES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        FAILURE: (
+            "OutputMismatch",
+            "PartitionMismatch",
+            "BudgetExceeded",
+            "ExportError",
+            "DeployError",
+        ),
+        INFRASTRUCTURE: (
+            "InfrastructureError",
+            "TransportError",
+            "ProtocolError",
+            "LinkTimeout",
+            "TargetCrash",
+            "TargetUnavailable",
+        ),
+        ERROR: ("CaseError", "CacheError", "UsageError", "DeviceSpecError", "TargetStateError"),
+    }
+)
+
+
+def category_of(verdict: str, outcome: str | None = None, from_error: bool = False) -> str:
+    """The category of a verdict; a failure pytest expected (xfailed) counts as expected.
+
+    A verdict this table does not know yet is a test failure when a check produced it (checks
+    only fail on their judgement) and a suite or framework error when an exception did.
+    """
+    if outcome == "xfailed":
+        return EXPECTED
+    return VERDICT_CATEGORIES.get(verdict, ERROR if from_error else FAILURE)
+
+
+def is_failing(category: str) -> bool:
+    """Categories that keep a release from being signed."""
+    return category in (FAILURE, INFRASTRUCTURE, ERROR)

@@ -1,0 +1,201 @@
+"""Real result files for the report tests: three real pytest runs of tiny cases on the host target.
+
+Run A (the baseline) covers every kind of verdict: passes, a budget breach, an expected int8
+mismatch, an export failure, an unavailable target (skipped) and a target whose link is down
+(infrastructure error). Run B is "the next release": one case now fails, one is fixed, one got
+much faster. Run C is another machine's target (host2). Each run is a nested `pytest.main` with
+the installed hil plugin, as a lab job would run it, in a git checkout of its own.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+DEVICE = """
+name: {name}
+kind: host
+description: {description}
+recipes: {recipes}
+latency: {{warmup: 1, min_runs: 3, min_time_s: 0.005, max_runs: 20}}
+"""
+
+SUITE = """
+import pytest, torch
+import hil
+
+
+class DataDependent(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow: torch.export refuses it
+            return x * 2
+        return x
+
+
+def linear(n_in, n_out):
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Linear(n_in, n_out)
+    return make
+
+
+TINY = hil.ToleranceOverride(reason="held to 1e-9 on purpose", max_abs=1e-9)
+
+CASES = [
+    hil.Case("relu", torch.nn.ReLU, hil.seeded((1, 16))),
+    hil.Case("linear", linear(16, 8), hil.seeded((2, 16)), {linear_extra}),
+    hil.Case("tight", linear(16, 8), hil.seeded((1, 16)), recipes=frozenset({{"portable"}}),
+             {tight_extra}),
+    hil.Case("drift", linear(16, 8), hil.seeded((4, 16)), tolerance=TINY,
+             recipes=frozenset({{"xnnpack-int8"}}),
+             xfail={{"xnnpack-int8": "int8 cannot meet 1e-9"}}),
+    hil.Case("broken", DataDependent, hil.seeded((1, 8)), recipes=frozenset({{"portable"}})),
+    hil.Case("heavy", linear({heavy}, {heavy}), hil.seeded(({rows}, {heavy})),
+             recipes=frozenset({{"portable"}})),
+]
+
+
+@pytest.mark.hil_cases(CASES)
+def test_op(hil_check):
+    hil_check()
+"""
+
+BASELINE = {"linear_extra": "", "tight_extra": 'budget_ms={"*": 1e-6}', "heavy": 384, "rows": 64}
+# The next release: linear's int8 bar is raised (a new failure), tight loses its impossible
+# budget (fixed), heavy shrinks (its latency drops far beyond any threshold).
+NEXT = {
+    "linear_extra": 'tolerance=hil.ToleranceOverride(reason="release bar", int8_steps=0.01)',
+    "tight_extra": "",
+    "heavy": 8,
+    "rows": 1,
+}
+
+# The stand-ins for a board that is not connected and a link that is down: the operating-system
+# boundary where a real lab would fail, as in tests/plugin.
+SIMULATED = """
+from hil.errors import InfrastructureError, TargetUnavailable
+from hil.targets import host
+
+_real = host.HostTarget._provision
+
+def _provision(self):
+    if self.spec.name == "ghost":
+        raise TargetUnavailable("ghost board is not connected", fix="plug the board in")
+    if self.spec.name == "flaky":
+        raise InfrastructureError("serial link to flaky is down")
+    _real(self)
+
+def pytest_configure(config):
+    host.HostTarget._provision = _provision
+
+def pytest_unconfigure(config):
+    host.HostTarget._provision = _real
+"""
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Where each run left its results, and what pytest returned."""
+
+    a: Path
+    b: Path
+    c: Path
+    allure_a: Path
+    allure_b: Path
+    project: Path
+    commit: str
+    exit_codes: tuple[int, int, int]
+
+
+def _git(folder: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.email=lab@example.invalid", "-c", "user.name=lab", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def _suite(values: dict[str, object]) -> str:
+    return SUITE.format(**values)
+
+
+def _run(project: Path, *args: str) -> int:
+    try:
+        return _main(project, *args)
+    finally:  # the next run must import the suite afresh (the modules hil imported may stay)
+        for name, module in list(sys.modules.items()):
+            if str(getattr(module, "__file__", "") or "").startswith(str(project)):
+                del sys.modules[name]
+
+
+def _main(project: Path, *args: str) -> int:
+    return int(
+        pytest.main(
+            [
+                str(project / "suites"),
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "no:labgrid",
+                "--import-mode=importlib",
+                "--rootdir",
+                str(project),
+                "-c",
+                str(project / "pytest.ini"),
+                "-q",
+                *args,
+            ]
+        )
+    )
+
+
+def run_lab(root: Path, cache: Path) -> Runs:
+    project = root / "checkout"
+    devices = project / "devices"
+    devices.mkdir(parents=True)
+    for name, recipes, description in (
+        ("host", "[portable, xnnpack-fp32, xnnpack-int8]", "this CPU"),
+        ("host2", "[portable]", "the CPU of another lab machine"),
+        ("ghost", "[portable]", "a board that is not connected"),
+        ("flaky", "[portable]", "a board whose serial link is down"),
+    ):
+        (devices / f"{name}.yaml").write_text(
+            DEVICE.format(name=name, recipes=recipes, description=description)
+        )
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "conftest.py").write_text(SIMULATED)
+    suite = project / "suites" / "operators"
+    suite.mkdir(parents=True)
+    (suite / "test_lab_ops.py").write_text(_suite(BASELINE))
+    _git(project, "init", "-q")
+    _git(project, "add", ".")
+    _git(project, "commit", "-qm", "baseline")
+    commit = _git(project, "rev-parse", "HEAD")
+
+    common = [f"--hil-devices={devices}", f"--hil-cache-dir={cache}"]
+    a, b, c = root / "results-a", root / "results-b", root / "results-c"
+    allure_a, allure_b = root / "allure-a", root / "allure-b"
+    code_a = _run(
+        project,
+        "--target=host",
+        "--target=ghost",
+        "--target=flaky",
+        f"--hil-results-dir={a}",
+        f"--alluredir={allure_a}",
+        *common,
+    )
+    code_c = _run(
+        project, "--target=host2", "-k", "relu or linear", f"--hil-results-dir={c}", *common
+    )
+    (suite / "test_lab_ops.py").write_text(_suite(NEXT))  # uncommitted: a dirty checkout
+    code_b = _run(
+        project, "--target=host", f"--hil-results-dir={b}", f"--alluredir={allure_b}", *common
+    )
+    return Runs(a, b, c, allure_a, allure_b, project, commit, (code_a, code_b, code_c))
