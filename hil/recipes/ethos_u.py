@@ -22,6 +22,7 @@ against a plain compile spec) so the .pte is the one an export without dumping p
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -49,6 +50,7 @@ from hil.vela import (
 )
 
 DELEGATES = "delegates"
+TOSA_FILE = "out.tosa"  # the name ExecuTorch's vela_compile gives the graph it hands to Vela
 DUMP_KEY = "debug_artifact_path"
 # Vela flags the recipe sets from its options; extra_flags may not repeat them.
 MANAGED_FLAGS = (
@@ -212,7 +214,7 @@ class EthosURecipe(Recipe):
             pte=pte,
             output_scales=model.output_scales,
             quantized_reference=model.reference,
-            details=self._details(spec, names, lowered, summaries, report, model),
+            details=self._details(spec, names, lowered, summaries, report, model, workdir),
         )
 
     def _lower(self, case: str, model: QuantizedModel, dump: Path, workdir: Path) -> Any:
@@ -269,6 +271,7 @@ class EthosURecipe(Recipe):
                 ),
             )
         (folder / "vela.log").write_text("".join(printed))
+        (folder / "output" / "out_vela.npz").unlink(missing_ok=True)  # the stream is in the .pte
         if result.processed_bytes != module.processed_bytes:
             raise ExportError(
                 f"case {case!r}: Vela's command stream from the dumped TOSA graph {found[0].name} "
@@ -285,6 +288,7 @@ class EthosURecipe(Recipe):
         summaries: Sequence[VelaSummary],
         report: Any,
         model: QuantizedModel,
+        workdir: Path,
     ) -> dict[str, Any]:
         total = combine(summaries)
         a16 = bool(self.options["a16w8"])
@@ -303,6 +307,7 @@ class EthosURecipe(Recipe):
                 {
                     "name": name,
                     "folder": f"{DELEGATES}/{name}",
+                    "tosa_sha256": _sha256(workdir / DELEGATES / name / TOSA_FILE),
                     "command_stream_bytes": len(module.processed_bytes),
                     "vela": dataclasses.asdict(summary),
                 }
@@ -326,6 +331,10 @@ def _strip_dump_path(case: str, lowered: Sequence[Any], spec: Any) -> None:
                 "beyond the dump folder; the .pte would not be the standard one",
                 fix="the ExecuTorch Arm backend changed its compile specs; hil needs updating",
             )
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _write_log(workdir: Path, printed: list[str]) -> None:

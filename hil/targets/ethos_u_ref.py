@@ -16,8 +16,10 @@ delegates, delegated_fraction, fallback_ops, pte_bytes.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -28,6 +30,7 @@ from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, HilError, TargetUnavailable
 from hil.partition import PartitionReport
+from hil.recipes.ethos_u import TOSA_FILE
 from hil.recipes.host_program import load_host_program
 from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Deployment, RunResult, Target
@@ -105,13 +108,7 @@ class EthosURefTarget(Target):
         summaries: list[VelaSummary] = []
         for delegate in delegates:
             folder = artifact.folder / delegate["folder"]
-            try:
-                graphs[delegate["name"]] = (folder / "out.tosa").read_bytes()
-            except OSError as e:
-                raise DeployError(
-                    f"delegate {delegate['name']} of {artifact.folder} has no TOSA graph: {e}",
-                    fix="delete the cache entry to re-export",
-                ) from e
+            graphs[delegate["name"]] = _tosa_graph(folder / TOSA_FILE, delegate["tosa_sha256"])
             summaries.append(read_summary(folder / "output"))
         module = load_host_program(artifact.folder)
         loaded = _Loaded(module, graphs, self._counters(artifact, combine(summaries)))
@@ -178,6 +175,23 @@ class EthosURefTarget(Target):
             "numerics": "TOSA reference model",
             "timing": "Vela estimate",
         }
+
+
+def _tosa_graph(path: Path, sha256: str) -> bytes:
+    """A delegate's TOSA flatbuffer, verified: the reference model may crash on a damaged one."""
+    try:
+        graph = path.read_bytes()
+    except OSError as e:
+        raise DeployError(
+            f"the NPU delegate's TOSA graph {path} cannot be read: {e}",
+            fix="delete the artifact's cache entry to re-export",
+        ) from e
+    if hashlib.sha256(graph).hexdigest() != sha256:
+        raise DeployError(
+            f"{path} does not match the sha256 recorded at export (damaged or replaced)",
+            fix="delete the artifact's cache entry to re-export",
+        )
+    return graph
 
 
 def _estimate_text(counters: Mapping[str, float]) -> str:

@@ -1,0 +1,218 @@
+"""Ethos-U55/U85 and Cortex-M55 without silicon, end to end through hil.Session.
+
+Real Vela, the real TOSA reference model and ExecuTorch's real cortex_m reference operators;
+tiny models so the whole module runs in a couple of minutes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import hil
+from hil.devices import DeviceRegistry
+from hil.errors import DeployError, ExportError, PartitionMismatch, TargetCrash
+from hil.session import Session
+
+NPU_TARGETS = ("u55-ref", "u85-ref")
+
+
+class TinyCnn(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+def tiny(name: str = "tiny_cnn", **options: object) -> hil.Case:
+    def model() -> nn.Module:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            return TinyCnn()
+
+    return hil.Case(name, model, hil.seeded((1, 3, 8, 8)), **options)  # type: ignore[arg-type]
+
+
+class Lrn(nn.Module):
+    """Local response norm: ExecuTorch 1.5.1 decomposes it and keeps its avg_pool3d on the CPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LocalResponseNorm(3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+def lrn(**options: object) -> hil.Case:
+    return hil.Case("tiny_lrn", Lrn, hil.seeded((1, 8, 8, 8)), **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("target", NPU_TARGETS)
+def test_tiny_model_runs_on_the_npu_stand_in(session: Session, target: str) -> None:
+    result = session.check(tiny(fully_delegated=True), target)
+    result.raise_for_failures()
+    record = result.to_record()
+    counters = record["counters"]
+    assert counters["npu_cycles"] > 0 and counters["total_cycles"] >= counters["npu_cycles"]
+    assert counters["sram_bytes"] > 0 and counters["flash_bytes"] > 0
+    assert 0 < counters["mac_utilization"] <= 1
+    assert counters["macs"] == 8 * 64 * 27 + 10 * 512  # conv + linear
+    assert record["latency"]["timing"] == "estimated"
+    assert record["latency"]["median_us"] == pytest.approx(counters["est_time_us"])
+    assert record["partition"]["delegates"] == 1 and record["partition"]["fallbacks"] == []
+    assert record["quantized_agreement"]["statement"] in ("bit-exact", "within 1 step")
+    assert "TOSA reference model (delegate_0)" in result.log
+    folder = result.artifact.folder
+    assert (folder / "delegates" / "delegate_0" / "out.tosa").is_file()
+    assert list((folder / "delegates" / "delegate_0" / "output").glob("*_summary_*.csv"))
+    assert (folder / "host_program.pt2").is_file()
+
+
+def test_u55_and_u85_share_the_quantized_model(session: Session) -> None:
+    for target in NPU_TARGETS:
+        session.check(tiny(), target)
+    entries = [p for p in (session.cache.root / "shared" / "quantized").iterdir() if p.is_dir()]
+    keys = {session.check(tiny(), t).artifact.details["quantized_model"] for t in NPU_TARGETS}
+    assert len(keys) == 1 and any(e.name.startswith(keys.pop()) for e in entries)
+
+
+def test_warm_run_exports_nothing_yet_executes_the_tosa_graph(
+    repo_devices: DeviceRegistry, tmp_path: Path
+) -> None:
+    with Session(devices=repo_devices, cache_dir=tmp_path / "cache") as cold:
+        first = cold.check(tiny(), "u55-ref")
+    with Session(devices=repo_devices, cache_dir=tmp_path / "cache") as warm:
+        again = warm.check(tiny(), "u55-ref")
+        assert first.artifact.exported_now and not again.artifact.exported_now
+        assert again.passed and "delegate_0" in again.log
+        # Inputs the export never saw: only a live run of the TOSA graph can answer them.
+        target = warm.target("u55-ref")
+        fresh = (torch.randn(1, 3, 8, 8, generator=torch.Generator().manual_seed(7)),)
+        run = target.run(
+            target.deploy(again.artifact), fresh, repo_devices.get("u55-ref").latency.policy
+        )
+        store = tmp_path / "cache" / "shared" / "quantized"
+        key = again.artifact.details["quantized_model"]
+        entry = next(p for p in store.iterdir() if p.name.startswith(key))
+        quantized = torch.export.load(entry / "program.pt2").module()
+        expected = quantized(*fresh).detach().numpy()
+        step = again.artifact.output_scales[0]
+        assert step is not None
+        assert abs(run.outputs[0] - expected).max() <= step * 1.001
+        assert abs(run.outputs[0] - again.artifact.quantized_reference()[0]).max() > step
+    # A damaged side file is caught before the reference model sees it.
+    tosa = again.artifact.folder / "delegates" / "delegate_0" / "out.tosa"
+    tosa.write_bytes(tosa.read_bytes()[:64])
+    with (
+        Session(devices=repo_devices, cache_dir=tmp_path / "cache") as damaged,
+        pytest.raises(DeployError, match="sha256"),
+    ):
+        damaged.check(tiny(), "u55-ref")
+
+
+def test_the_pte_is_the_one_a_plain_export_makes(session: Session) -> None:
+    """Dumping TOSA and re-running Vela for the side files leaves the .pte untouched."""
+    from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+
+    result = session.check(tiny(), "u55-ref")
+    key = result.artifact.details["quantized_model"]
+    store = session.cache.root / "shared" / "quantized"
+    entry = next(p for p in store.iterdir() if p.name.startswith(key))
+    program = torch.export.load(entry / "program.pt2")
+    spec = EthosUCompileSpec(
+        "ethos-u55-128", system_config="Ethos_U55_High_End_Embedded", memory_mode="Shared_Sram"
+    )
+    spec._get_pass_pipeline_config()  # as sharing the spec with the quantizer does
+    with redirect_stdout(io.StringIO()):
+        edge = to_edge_transform_and_lower(program, partitioner=[EthosUPartitioner(spec)])
+    plain = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
+    assert hashlib.sha256(plain).hexdigest() == result.artifact.sha256
+
+
+@pytest.mark.parametrize("target", NPU_TARGETS)
+def test_cpu_fallback_runs_end_to_end_and_is_reported(session: Session, target: str) -> None:
+    result = session.check(lrn(expected_fallback=frozenset({"avg_pool3d"})), target)
+    result.raise_for_failures()
+    partition = result.to_record()["partition"]
+    assert [f["op"] for f in partition["fallbacks"]] == ["aten.avg_pool3d.default"]
+    assert partition["fallbacks"][0]["reason"]  # the partitioner's words
+    assert partition["delegates"] == 2  # the CPU operator splits the NPU graph in two
+    assert "delegate_0, delegate_1" in result.log
+
+
+def test_an_unexpected_fallback_fails_the_partition_verdict(session: Session) -> None:
+    result = session.check(lrn(fully_delegated=True), "u85-ref")
+    assert result.verdict == "PARTITION" and result.outputs_ok
+    with pytest.raises(PartitionMismatch, match="avg_pool3d"):
+        result.raise_for_failures()
+
+
+def test_budgets_on_cycles_memory_and_estimated_time(session: Session) -> None:
+    case = tiny(
+        budget_ms={"u55-ref": 1e-6},
+        counter_budgets={"npu_cycles": {"u55-ref": 10}, "flash_bytes": {"*": 1e9}},
+    )
+    result = session.check(case, "u55-ref")
+    assert result.verdict == "OVER BUDGET"
+    whats = [b.what for b in result.budget_breaches]
+    assert "npu_cycles" in whats and "estimated latency (median)" in whats
+    assert "flash_bytes" not in whats
+
+
+class BigMatmul(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+def test_a_model_vela_rejects_fails_with_its_words_and_keeps_the_dump(session: Session) -> None:
+    # Ethos-U55 cannot transpose a 65537-long inner dimension; Vela says so, Ethos-U85 can.
+    case = hil.Case("k65537_matmul", BigMatmul, hil.seeded((1, 8, 65537), (1, 65537, 8)))
+    with pytest.raises(ExportError) as caught:
+        session.check(case, "u55-ref")
+    message = str(caught.value)
+    assert "Vela rejected the model for ethos-u55-128" in message
+    assert "could not run on NPU" in message  # Vela's own words
+    kept = Path(message.split("kept in ")[1].split()[0])
+    assert list(kept.glob("tosa-dump/*.tosa")) and (kept / "vela.log").is_file()
+    # the other cases still run
+    assert session.check(tiny(), "u55-ref").passed
+
+
+class Int32Add(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a + b
+
+
+def test_tosa_status_other_than_valid_is_an_error_with_the_status(session: Session) -> None:
+    # int32 addition that overflows: PyTorch wraps around, TOSA calls the result unpredictable.
+    def inputs() -> tuple[torch.Tensor, ...]:
+        a = torch.tensor([[1, 2, 3, 2**31 - 1]], dtype=torch.int32)
+        return a, torch.ones(1, 4, dtype=torch.int32)
+
+    with pytest.raises(TargetCrash) as caught:
+        session.check(hil.Case("int32_overflow", Int32Add, inputs), "u85-ref")
+    assert "TOSA_UNPREDICTABLE" in str(caught.value)
+    assert "overflow" in str(caught.value)
+
+
+def test_cortex_m55_reference_ops(session: Session) -> None:
+    result = session.check(tiny(fully_delegated=True), "cortex-m55-ref")
+    result.raise_for_failures()
+    record = result.to_record()
+    kernels = record["partition"]["accelerated"]
+    assert kernels.get("cortex_m.quantized_conv2d.default") == 1
+    assert kernels.get("cortex_m.quantized_linear.default") == 1
+    assert record["quantized_agreement"]["statement"] in ("bit-exact", "within 1 step")
+    assert record["counters"]["cmsis_nn_fraction"] == 1.0
+    assert result.latency is None  # nothing is timed on this stand-in
