@@ -11,6 +11,13 @@ target_sources(hil-runner PRIVATE ${HIL_SRC}/engine/executorch_engine.cpp)
 target_compile_definitions(hil-runner PRIVATE HIL_WITH_EXECUTORCH=1)
 
 if(HIL_PLATFORM STREQUAL "posix")
+  if(NOT EXECUTORCH_ROOT AND CMAKE_CROSSCOMPILING)
+    message(FATAL_ERROR "a cross build of the ExecuTorch engine needs EXECUTORCH_ROOT: the "
+                        "executorch folder of a wheel for ${CMAKE_SYSTEM_PROCESSOR} (pip download "
+                        "--no-deps --only-binary=:all: --platform manylinux_2_28_aarch64 "
+                        "--python-version 3.11 executorch==1.5.1, then unzip), or "
+                        "-DHIL_ENGINE_EXECUTORCH=OFF for the echo engine")
+  endif()
   if(NOT EXECUTORCH_ROOT)
     find_program(HIL_PYTHON NAMES python3 python)
     execute_process(

@@ -221,6 +221,12 @@ class Channel:
             return CaseError(what, fix="the case's inputs do not match the exported model")
         if error.code == m.ERR_RUN_FAILED:
             return TargetCrash(what, log_tail="\n".join(self.log_lines))
+        if error.code == m.ERR_NO_MODEL:
+            return ProtocolError(what, fix="deploy the model first; a runner that reset "
+                                 "since the last deploy holds none")
+        if error.code == m.ERR_UNSUPPORTED:
+            return ProtocolError(what, fix="this runner build lacks the feature; rebuild it "
+                                 "with it enabled (see firmware/README.md)")
         return ProtocolError(what, fix=REFLASH)
 
 

@@ -8,8 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from hil import Case, seeded
-from hil import firmware
+from hil import Case, firmware, seeded
 from hil.result import CheckResult
 from hil.session import Session
 from hil.targets.serial import SerialTarget

@@ -14,32 +14,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
+from pty_relay import CorruptingRelay, Damage
 from torch import nn
 
-from hil import Case, seeded
-from hil import firmware
+from hil import Case, firmware, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
 from hil.errors import DeployError, InfrastructureError, LinkTimeout, ProtocolError, TargetCrash
 from hil.protocol import messages as m
 from hil.protocol.client import LinkPolicy, RunnerClient
+from hil.recipes import make_recipe
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.targets.virtual_boards import HostRunnerBoard
 from hil.transports.serial_link import SerialLink
 
-from pty_relay import CorruptingRelay, Damage
-
 REPO = Path(__file__).resolve().parents[2]
-
-SERIAL_DEVICE = """
-name: {name}
-kind: serial
-recipes: [portable, xnnpack-int8]
-latency: {{warmup: 1, min_runs: 3, min_time_s: 0.01, max_runs: 50}}
-connection:
-{connection}
-"""
-
 
 def tiny() -> nn.Module:
     torch.manual_seed(0)
@@ -75,35 +65,42 @@ def kill_when_running(board: HostRunnerBoard, timeout: float = 60.0) -> threadin
     return thread
 
 
-def device(folder: Path, name: str, connection: dict[str, object]) -> None:
-    lines = "\n".join(f"  {k}: {v!r}" if isinstance(v, str) else f"  {k}: {v}"
-                      for k, v in connection.items())
-    (folder / f"{name}.yaml").write_text(SERIAL_DEVICE.format(name=name, connection=lines))
+class Lab:
+    """Sessions over the repo's devices plus device files a test writes for itself."""
+
+    def __init__(self, tmp_path: Path, cache: Path) -> None:
+        self.tmp_path = tmp_path
+        self.cache = cache
+        self.folder = tmp_path / "devices"
+        self.folder.mkdir()
+        self.sessions: list[Session] = []
+
+    def device(self, name: str, connection: dict[str, object]) -> None:
+        spec = {"name": name, "kind": "serial", "recipes": ["portable", "xnnpack-int8"],
+                "latency": {"warmup": 1, "min_runs": 3, "min_time_s": 0.01, "max_runs": 50},
+                "connection": connection}
+        (self.folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+
+    def session(self) -> Session:
+        registry = DeviceRegistry.from_dirs([REPO / "devices", self.folder])
+        session = Session(devices=registry, cache_dir=self.cache,
+                          results_dir=self.tmp_path / "results")
+        self.sessions.append(session)
+        return session
 
 
 @pytest.fixture
-def lab(tmp_path: Path, shared_cache: Path) -> Iterator[tuple[Session, Path]]:
-    """A session over the repo's devices plus test devices written into `folder`."""
-    folder = tmp_path / "devices"
-    folder.mkdir()
-    sessions: list[Session] = []
-
-    def open_session() -> Session:
-        registry = DeviceRegistry.from_dirs([REPO / "devices", folder])
-        s = Session(devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results")
-        sessions.append(s)
-        return s
-
-    yield open_session, folder  # type: ignore[misc]
-    for s in sessions:
-        s.close()
+def lab(tmp_path: Path, shared_cache: Path) -> Iterator[Lab]:
+    lab = Lab(tmp_path, shared_cache)
+    yield lab
+    for session in lab.sessions:
+        session.close()
 
 
 def test_runner_killed_mid_run_is_a_crash_with_its_log_and_the_next_case_restarts_it(
-    lab: tuple, tmp_path: Path
+    lab: Lab,
 ) -> None:
-    open_session, folder = lab
-    session = open_session()
+    session = lab.session()
     session.check(TINY, "vboard", "portable")  # provisioned, model exported
     target = session.target("vboard")
     assert isinstance(target, SerialTarget)
@@ -122,10 +119,9 @@ def test_runner_killed_mid_run_is_a_crash_with_its_log_and_the_next_case_restart
     assert session.target("vboard").board.pid != victim  # type: ignore[attr-defined]
 
 
-def test_runner_that_faults_is_a_crash_naming_the_signal(lab: tuple) -> None:
-    open_session, folder = lab
-    device(folder, "vfault", {"virtual": "host-runner", "runner_args": ["--inject", "fault@1"]})
-    session = open_session()
+def test_runner_that_faults_is_a_crash_naming_the_signal(lab: Lab) -> None:
+    lab.device("vfault", {"virtual": "host-runner", "runner_args": ["--inject", "fault@1"]})
+    session = lab.session()
     with pytest.raises(TargetCrash) as caught:
         session.check(TINY, "vfault", "portable")
     text = str(caught.value)
@@ -133,11 +129,10 @@ def test_runner_that_faults_is_a_crash_naming_the_signal(lab: tuple) -> None:
     assert "fatal signal, fault report sent" in caught.value.log_tail
 
 
-def test_runner_hang_times_out_and_takes_the_target_out_of_service(lab: tuple) -> None:
-    open_session, folder = lab
-    device(folder, "vhang", {"virtual": "host-runner", "runner_args": ["--inject", "hang@1"],
+def test_runner_hang_times_out_and_takes_the_target_out_of_service(lab: Lab) -> None:
+    lab.device("vhang", {"virtual": "host-runner", "runner_args": ["--inject", "hang@1"],
                              "reply_timeout_s": 1.0, "run_timeout_s": 1.5})
-    session = open_session()
+    session = lab.session()
     with pytest.raises(LinkTimeout, match="silent during RUN") as caught:
         session.check(TINY, "vhang", "portable")
     assert "board log:" in str(caught.value)
@@ -147,15 +142,12 @@ def test_runner_hang_times_out_and_takes_the_target_out_of_service(lab: tuple) -
     assert again.value is caught.value  # the first cause, at once
 
 
-def test_model_larger_than_the_pool_is_refused_naming_both_sizes(lab: tuple) -> None:
-    open_session, folder = lab
-    device(folder, "vsmall", {"virtual": "host-runner", "runner_args": ["--pool", "model=2K"]})
-    session = open_session()
+def test_model_larger_than_the_pool_is_refused_naming_both_sizes(lab: Lab) -> None:
+    lab.device("vsmall", {"virtual": "host-runner", "runner_args": ["--pool", "model=2K"]})
+    session = lab.session()
     with pytest.raises(DeployError) as caught:
         session.check(TINY, "vsmall", "portable")
-    size = session.artifact(session.built(TINY),
-                            __import__("hil.recipes", fromlist=["make_recipe"]).make_recipe(
-                                "portable")).size
+    size = session.artifact(session.built(TINY), make_recipe("portable")).size
     assert f"the .pte is {size} bytes, larger than the runner's 2048-byte model pool" in str(
         caught.value)
     # The runner refuses it too, for a host that does not check first.
@@ -197,15 +189,14 @@ def test_debug_hang_request_is_a_timeout_not_a_wrong_answer(runner_board: HostRu
 
 
 def test_line_noise_is_caught_retried_and_outputs_still_match_host(
-    lab: tuple, runner_board: HostRunnerBoard
+    lab: Lab, runner_board: HostRunnerBoard
 ) -> None:
-    open_session, folder = lab
     relay = CorruptingRelay(runner_board.start(),
                             Damage(flip_every=97, drop_every=151, garbage_every=131), seed=7)
     try:
-        device(folder, "noisy", {"port": relay.path, "reply_timeout_s": 1.0,
+        lab.device("noisy", {"port": relay.path, "reply_timeout_s": 1.0,
                                  "bytes_per_s": 5e6, "retries": 8})
-        session = open_session()
+        session = lab.session()
         big = Case("scale_noisy", lambda: nn.Linear(300, 300), seeded((64, 300)))
         for case in (TINY, big):
             for recipe in ("portable", "xnnpack-int8"):
@@ -223,13 +214,12 @@ def test_line_noise_is_caught_retried_and_outputs_still_match_host(
 
 
 def test_a_line_that_damages_everything_fails_the_target_never_the_numbers(
-    lab: tuple, runner_board: HostRunnerBoard
+    lab: Lab, runner_board: HostRunnerBoard
 ) -> None:
-    open_session, folder = lab
     relay = CorruptingRelay(runner_board.start(), Damage(flip_every=1, directions=("to_host",)))
     try:
-        device(folder, "deaf", {"port": relay.path, "reply_timeout_s": 0.5, "retries": 2})
-        session = open_session()
+        lab.device("deaf", {"port": relay.path, "reply_timeout_s": 0.5, "retries": 2})
+        session = lab.session()
         started = time.monotonic()
         with pytest.raises(InfrastructureError):
             session.check(TINY, "deaf", "portable")
