@@ -199,6 +199,10 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
         defines = {"HIL_BUILD_ID": build_id, **config.defines}
         if PRESETS[config.preset][1] and config.preset == "host":
             defines.setdefault("EXECUTORCH_ROOT", str(_executorch_root()))
+        if config.preset == "linux-aarch64":  # the aarch64 wheel of this executorch version
+            from hil.aarch64_sdk import executorch_root
+
+            defines.setdefault("EXECUTORCH_ROOT", str(executorch_root(folder.parent)))
         build_dir = folder / "build"
         command = [_cmake(), "-S", str(SOURCE_DIR), "--preset", config.preset, "-B", str(build_dir)]
         if shutil.which("ninja") is None:
@@ -221,10 +225,18 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
 
 
 def build_firmware(spec: DeviceSpec, force: bool = False) -> Path:
-    """`hil firmware build --target NAME`: the built runner's path."""
-    return build(firmware_config(spec, _default_preset(spec)), force=force).binary
+    """`hil firmware build --target NAME`: the built runner's path (for a Linux board, the
+    folder with the runner and the libraries it is shipped with)."""
+    built = build(firmware_config(spec, _default_preset(spec)), force=force)
+    if built.config.preset == "linux-aarch64":
+        from hil.aarch64_sdk import runner_bundle
+
+        return runner_bundle(built.binary).folder
+    return built.binary
 
 
 def _default_preset(spec: DeviceSpec) -> str:
+    if spec.kind == "ssh":
+        return "linux-aarch64"
     virtual = spec.connection.get("virtual")
     return "cortex-m55" if virtual == "qemu-mps3-an547" else "host"

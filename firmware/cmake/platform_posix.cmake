@@ -16,3 +16,8 @@ if(OpenSSL_FOUND)
   target_link_libraries(hil_protocol PUBLIC OpenSSL::Crypto)
 endif()
 message(STATUS "hil-runner: zlib crc32 ${ZLIB_FOUND}, OpenSSL sha256 ${OpenSSL_FOUND}")
+
+# LOAD_FILE (protocol 1.1): a runner on a Linux board loads a model the host copied to its disk.
+target_sources(hil_protocol PRIVATE ${HIL_SRC}/protocol/load_file.c
+                                    ${HIL_SRC}/platform/posix/file_posix.c)
+target_compile_definitions(hil_protocol PUBLIC HIL_FILE_LOAD=1)

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from hil.errors import ProtocolError
 
-PROTOCOL_VERSION = (1, 0)
+PROTOCOL_VERSION = (1, 1)  # 1.1: LOAD_FILE
 
 # Requests are 0x01..0x5F, replies the request | REPLY, the runner's own frames 0xE0..0xFF.
 HELLO = 0x01
@@ -25,6 +25,7 @@ DEBUG = 0x04
 LOAD_BEGIN = 0x10
 LOAD_CHUNK = 0x11
 LOAD_END = 0x12
+LOAD_FILE = 0x13  # 1.1, runners with a file system (HELLO flag 4)
 SET_INPUT = 0x20
 RUN = 0x30
 GET_OUTPUT = 0x40
@@ -42,6 +43,7 @@ NAMES = {
     LOAD_BEGIN: "LOAD_BEGIN",
     LOAD_CHUNK: "LOAD_CHUNK",
     LOAD_END: "LOAD_END",
+    LOAD_FILE: "LOAD_FILE",
     SET_INPUT: "SET_INPUT",
     RUN: "RUN",
     GET_OUTPUT: "GET_OUTPUT",
@@ -174,6 +176,7 @@ class RunnerInfo:
     platform: str
     engine_name: str
     pools: dict[str, int] = field(default_factory=dict)
+    file_load: bool = False  # LOAD_FILE: the runner can load a model from its own disk
 
     @classmethod
     def parse(cls, payload: bytes) -> RunnerInfo:
@@ -192,6 +195,7 @@ class RunnerInfo:
             clock_kind=clock_kind, engine=engine, holds_model=bool(flags & 1),
             debug_commands=bool(flags & 2), window=window, held_sha256=held, build_id=build_id,
             runtime_version=version, platform=platform, engine_name=engine_name, pools=pools,
+            file_load=bool(flags & 4),
         )
 
 
@@ -261,7 +265,7 @@ class FaultReport:
 
     def describe(self) -> str:
         facts = ", ".join(
-            f"{k}={v}" if k in ("signal", "code") else f"{k}=0x{v:08x}"
+            f"{k}={v}" if k in ("signal", "code", "exception") else f"{k}=0x{v:08x}"
             for k, v in self.fields.items()
         )
         return f"{self.kind}: {facts}"

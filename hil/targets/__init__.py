@@ -14,6 +14,7 @@ TARGET_CLASSES = {
     "serial": "hil.targets.serial:SerialTarget",
     "ethos_u_ref": "hil.targets.ethos_u_ref:EthosURefTarget",
     "cortex_m_ref": "hil.targets.cortex_m_ref:CortexMRefTarget",
+    "ssh": "hil.targets.ssh:SshTarget",
 }
 
 

@@ -73,6 +73,19 @@ static void write_method(hil_server_t *s, hil_writer_t *w) {
     }
 }
 
+/* A model is now held (LOAD_FILE, load_file.c): forget old inputs, reply `held` + method. */
+void hil_server_reply_loaded(hil_server_t *s, uint8_t type, uint8_t held) {
+    if (!held) {
+        memset(s->input_buf, 0, sizeof(s->input_buf));
+        memset(s->input_size, 0, sizeof(s->input_size));
+        memset(s->input_received, 0, sizeof(s->input_received));
+    }
+    hil_writer_t w = writer(s);
+    hil_wr_u8(&w, held);
+    write_method(s, &w);
+    hil_server_reply(s, type, (uint32_t)w.used);
+}
+
 static void clear_inputs(hil_server_t *s) {
     memset(s->input_buf, 0, sizeof(s->input_buf));
     memset(s->input_size, 0, sizeof(s->input_size));
@@ -112,6 +125,9 @@ static void cmd_hello(hil_server_t *s, hil_reader_t *r) {
     uint8_t flags = s->holds_model ? HIL_HELLO_HOLDS_MODEL : 0;
 #ifdef HIL_DEBUG_COMMANDS
     flags |= HIL_HELLO_DEBUG;
+#endif
+#ifdef HIL_FILE_LOAD
+    flags |= HIL_HELLO_FILE_LOAD;
 #endif
     hil_wr_u8(&w, flags);
     hil_wr_u8(&w, (uint8_t)n_pools);
@@ -460,6 +476,9 @@ void hil_server_dispatch(hil_server_t *s, const hil_frame_t *frame) {
     case HIL_CMD_LOAD_BEGIN: cmd_load_begin(s, &r); break;
     case HIL_CMD_LOAD_CHUNK: cmd_load_chunk(s, &r); break;
     case HIL_CMD_LOAD_END: cmd_load_end(s); break;
+#ifdef HIL_FILE_LOAD
+    case HIL_CMD_LOAD_FILE: hil_cmd_load_file(s, &r); break;
+#endif
     case HIL_CMD_SET_INPUT: cmd_set_input(s, &r); break;
     case HIL_CMD_RUN: cmd_run(s, &r); break;
     case HIL_CMD_GET_OUTPUT: cmd_get_output(s, &r); break;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../engine/engine.h"
+#include "codec.h"
 #include "frame.h"
 #include "sha256.h"
 
@@ -57,7 +58,13 @@ void hil_server_progress(hil_server_t *s, uint32_t runs_done);
 
 /* One request: `frame` is a checked frame of a request type. Defined in commands.c. */
 void hil_server_dispatch(hil_server_t *s, const hil_frame_t *frame);
+#ifdef HIL_FILE_LOAD
+/* LOAD_FILE, on platforms with a file system (load_file.c). */
+void hil_cmd_load_file(hil_server_t *s, hil_reader_t *r);
+#endif
 void hil_server_soft_reset(hil_server_t *s);
+/* Reply to a request that left a model held: `held` (1: it was held before) + the method. */
+void hil_server_reply_loaded(hil_server_t *s, uint8_t type, uint8_t held);
 
 /* printf-style log line to the local sink and, as a LOG frame, to the host. */
 void hil_log(int level, const char *fmt, ...)

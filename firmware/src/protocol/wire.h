@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #define HIL_PROTOCOL_MAJOR 1
-#define HIL_PROTOCOL_MINOR 0
+#define HIL_PROTOCOL_MINOR 1 /* 1.1: LOAD_FILE (posix runners) */
 
 #define HIL_MAGIC0 0xA5u
 #define HIL_MAGIC1 0x5Au
@@ -27,6 +27,7 @@ enum {
     HIL_CMD_LOAD_BEGIN = 0x10,
     HIL_CMD_LOAD_CHUNK = 0x11,
     HIL_CMD_LOAD_END = 0x12,
+    HIL_CMD_LOAD_FILE = 0x13, /* 1.1: load a model from the runner's own file system */
     HIL_CMD_SET_INPUT = 0x20,
     HIL_CMD_RUN = 0x30,
     HIL_CMD_GET_OUTPUT = 0x40,
@@ -63,7 +64,7 @@ enum {
 enum { HIL_CLOCK_TIME_NS = 0, HIL_CLOCK_CYCLES = 1 };
 enum { HIL_ENGINE_ECHO = 0, HIL_ENGINE_EXECUTORCH = 1 };
 enum { HIL_DEBUG_HANG = 1, HIL_DEBUG_FAULT = 2 };
-enum { HIL_HELLO_HOLDS_MODEL = 1u, HIL_HELLO_DEBUG = 2u };
+enum { HIL_HELLO_HOLDS_MODEL = 1u, HIL_HELLO_DEBUG = 2u, HIL_HELLO_FILE_LOAD = 4u };
 
 static inline void hil_put_u16(uint8_t *p, uint16_t v) {
     p[0] = (uint8_t)v;

@@ -1,0 +1,206 @@
+"""The hil folder on an SSH device: the runner bundle and the models, copied only when needed.
+
+    <remote_dir>/runner/   hil-runner and its libraries, each compared by sha256 (sha256sum on
+                           the device) and copied only when it differs
+    <remote_dir>/models/   <sha256>.pte, content-addressed: a model whose file is there (with
+                           its size) moves no bytes; the runner checks the hash when it loads it
+
+Copies go by SFTP to a `.part` name and are renamed when complete, so an interrupted copy
+never looks like a model. A copy that cannot be made (disk full, read-only, no permission)
+is a DeployError with the device's own words and its free space.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from hil.aarch64_sdk import RunnerBundle
+from hil.errors import DeployError
+from hil.transports.ssh import SshConnection, quote, sftp_quote
+
+KEEP_MODELS = 12  # newest model files kept on the device; older ones are removed after a copy
+FACTS_SCRIPT = r"""
+lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1; echo '--'
+sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1; echo '--'
+tr -d '\0' < /proc/device-tree/model 2>/dev/null; echo; echo '--'
+cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null; echo '--'
+cat /sys/class/thermal/thermal_zone0/temp 2>/dev/null; echo '--'
+uname -srm; echo '--'
+nproc
+"""
+TEMPERATURE = "cat /sys/class/thermal/thermal_zone0/temp 2>/dev/null"
+
+
+@dataclass(frozen=True)
+class RemoteFacts:
+    cpu_model: str
+    board: str
+    governor: str
+    temperature_c: float | None
+    kernel: str
+    cpus_online: str
+
+    def as_dict(self) -> dict[str, str]:
+        facts = {"remote_cpu": self.cpu_model, "board": self.board,
+                 "cpu_governor": self.governor, "kernel": self.kernel,
+                 "cpus_online": self.cpus_online}
+        if self.temperature_c is not None:
+            facts["soc_temperature_c"] = f"{self.temperature_c:.1f}"
+        return {k: v for k, v in facts.items() if v}
+
+
+def parse_facts(text: str) -> RemoteFacts:
+    parts = [p.strip() for p in text.split("--\n")] + [""] * 7
+    lscpu, cpuinfo, board, governor, temp, kernel, cpus = parts[:7]
+    return RemoteFacts(
+        cpu_model=lscpu or cpuinfo, board=board, governor=governor,
+        temperature_c=parse_temperature(temp), kernel=kernel, cpus_online=cpus,
+    )
+
+
+def parse_temperature(text: str) -> float | None:
+    """thermal_zone temp is in millidegrees Celsius."""
+    text = text.strip()
+    return int(text) / 1000.0 if re.fullmatch(r"-?\d+", text) else None
+
+
+class RemoteTree:
+    """The device's hil folder, reached over one SshConnection."""
+
+    def __init__(self, connection: SshConnection, remote_dir: str, name: str) -> None:
+        self.connection = connection
+        self.remote_dir = remote_dir
+        self.name = name
+        self.root = ""  # absolute, once prepared
+        self.log = logging.getLogger(f"hil.target.RemoteTree({name})")
+
+    @property
+    def host(self) -> str:
+        return self.connection.endpoint.host
+
+    @property
+    def runner_dir(self) -> str:
+        return f"{self.root}/runner"
+
+    def model_path(self, sha256: str) -> str:
+        return f"{self.root}/models/{sha256}.pte"
+
+    def _fail(self, what: str, detail: str) -> DeployError:
+        return DeployError(
+            f"{self.name}: {what} on {self.host}: {detail}",
+            fix=f"free space or fix permissions of {self.remote_dir} on the device, or point "
+            "connection.remote_dir of the device file at a folder its user may write",
+        )
+
+    def prepare(self) -> None:
+        """Create the folders, make sure they are writable; learn the absolute path."""
+        d = quote(self.remote_dir)
+        done = self.connection.run(
+            f"mkdir -p {d}/runner {d}/models && cd {d} && "
+            "probe=.hil-write-test.$$ && : > \"$probe\" && rm -f \"$probe\" && pwd -P"
+        )
+        if done.returncode != 0:
+            raise self._fail(f"cannot use the folder {self.remote_dir}", _words(done.stderr))
+        self.root = done.stdout.decode().strip().splitlines()[-1]
+
+    def free_bytes(self) -> int | None:
+        done = self.connection.run(f"df -Pk {quote(self.root)} | tail -n 1")
+        fields = done.stdout.decode().split()
+        return int(fields[3]) * 1024 if done.returncode == 0 and len(fields) > 3 else None
+
+    def facts(self) -> RemoteFacts:
+        return parse_facts(self.connection.run(FACTS_SCRIPT).stdout.decode(errors="replace"))
+
+    def temperature_c(self) -> float | None:
+        return parse_temperature(self.connection.run(TEMPERATURE).stdout.decode())
+
+    # -- the runner ---------------------------------------------------------------------------
+
+    def remote_hashes(self, names: list[str]) -> Mapping[str, str]:
+        listed = " ".join(quote(n) for n in names)
+        done = self.connection.run(f"cd {quote(self.runner_dir)} && sha256sum -- {listed} "
+                                   "2>/dev/null; true")
+        hashes = {}
+        for line in done.stdout.decode(errors="replace").splitlines():
+            digest, _, name = line.partition("  ")
+            hashes[name.strip()] = digest.strip()
+        return hashes
+
+    def sync_runner(self, bundle: RunnerBundle) -> int:
+        """Copy the bundle's files whose hash differs on the device; the bytes copied."""
+        held = self.remote_hashes([f.name for f in bundle.files])
+        stale = [f for f in bundle.files if held.get(f.name) != f.sha256]
+        if not stale:
+            return 0
+        self._put([(bundle.folder / f.name, f"{self.runner_dir}/{f.name}") for f in stale],
+                  sum(f.size for f in stale), "the runner",
+                  after=f"chmod +x {quote(self.runner_dir + '/' + bundle.runner)}")
+        self.log.info("copied %d runner file(s), %d bytes", len(stale), sum(f.size for f in stale))
+        return sum(f.size for f in stale)
+
+    # -- models -------------------------------------------------------------------------------
+
+    def has_model(self, sha256: str, size: int) -> bool:
+        """Whether the device has this model's file (its use is noted, for pruning)."""
+        path = quote(self.model_path(sha256))
+        done = self.connection.run(
+            f"test \"$(stat -c %s {path} 2>/dev/null)\" = {size} && touch {path} && echo held"
+        )
+        return done.stdout.strip() == b"held"
+
+    def put_model(self, local: Path, sha256: str) -> int:
+        size = local.stat().st_size
+        self._put([(local, self.model_path(sha256))], size, f"the model {local.name}")
+        self._prune()
+        return size
+
+    def forget_model(self, sha256: str) -> None:
+        self.connection.run(f"rm -f {quote(self.model_path(sha256))}")
+
+    def _prune(self) -> None:
+        models = quote(f"{self.root}/models")
+        self.connection.run(f"cd {models} && ls -t -- *.pte 2>/dev/null "
+                            f"| tail -n +{KEEP_MODELS + 1} | xargs -r rm -f --")
+
+    # -- copying ------------------------------------------------------------------------------
+
+    def _put(self, copies: list[tuple[Path, str]], total: int, what: str, after: str = "") -> None:
+        """Copy files by SFTP (to .part names, then renamed); `after`: a command to finish."""
+        free = self.free_bytes()
+        if free is not None and free < total:
+            raise self._fail(
+                f"no room for {what} ({total} bytes)",
+                f"the disk holding {self.root} has {free} bytes free (disk full)",
+            )
+        batch = [f"put {sftp_quote(str(local))} {sftp_quote(remote + '.part')}"
+                 for local, remote in copies]
+        timeout = 120.0 + total / 2e6  # even a 2 MB/s link finishes in time
+        ok, error = self.connection.sftp_batch(batch, timeout=timeout)
+        if ok:
+            renames = " && ".join(f"mv -f {quote(r + '.part')} {quote(r)}" for _, r in copies)
+            done = self.connection.run(renames + (f" && {after}" if after else ""))
+            if done.returncode == 0:
+                return
+            error = _words(done.stderr)
+        self.connection.run("rm -f " + " ".join(quote(r + ".part") for _, r in copies))
+        free = self.free_bytes()
+        room = f"; {free} bytes free on that disk" if free is not None else ""
+        raise self._fail(f"copying {what} ({total} bytes) failed",
+                         f"{_sftp_words(error)}{room}")
+
+
+def _words(stderr: bytes) -> str:
+    text = stderr.decode(errors="replace").strip()
+    return text.splitlines()[-1] if text else "no reason given"
+
+
+def _sftp_words(text: str) -> str:
+    """sftp reports ENOSPC and EROFS as a bare "Failure"; say what that usually means."""
+    line = text.splitlines()[-1] if text else "sftp gave no reason"
+    if line.rstrip().endswith("Failure"):
+        line += " (SFTP's word for disk full or a read-only file system)"
+    return line
