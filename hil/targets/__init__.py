@@ -15,6 +15,7 @@ TARGET_CLASSES = {
     "ethos_u_ref": "hil.targets.ethos_u_ref:EthosURefTarget",
     "cortex_m_ref": "hil.targets.cortex_m_ref:CortexMRefTarget",
     "ssh": "hil.targets.ssh:SshTarget",
+    "fvp": "hil.targets.fvp:FvpTarget",
 }
 
 
