@@ -11,10 +11,9 @@ Besides the .pte the recipe writes what lets a reference target run the program 
     host_program.pt2                   the rest of the program; delegate calls as hil::tosa_delegate
     vela.log                           what the lowering and Vela printed
 
-The TOSA graphs come from ExecuTorch's own intermediate dump. Vela is then run once more on each
-dumped graph, into the delegate's own folder (with several delegates the dump's Vela outputs
-overwrite each other), and its command stream must equal the delegate's in the .pte: that proves
-the kept TOSA file is what the NPU program was compiled from. The dump path is a build setting
+The TOSA graphs come from ExecuTorch's own intermediate dump; hil.recipes.delegate_files runs
+Vela once more on each, into the delegate's own folder, and keeps a graph only when Vela turns it
+into exactly the delegate's command stream in the .pte. The dump path is a build setting
 that ExecuTorch also records in each delegate's compile specs; it is removed again (checked
 against a plain compile spec) so the .pte is the one an export without dumping produces.
 """
@@ -34,6 +33,7 @@ from hil.case import BuiltCase
 from hil.errors import ExportError, UsageError
 from hil.recipes.arm_partition import lowered_modules, partition_report
 from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.lowering import exporter_step
 from hil.recipes.quantized import QuantizedModel, QuantizedStore
@@ -46,11 +46,9 @@ from hil.vela import (
     ini_sections,
     mac_utilization,
     macs_per_cycle,
-    read_summary,
 )
 
 DELEGATES = "delegates"
-TOSA_FILE = "out.tosa"  # the name ExecuTorch's vela_compile gives the graph it hands to Vela
 DUMP_KEY = "debug_artifact_path"
 # Vela flags the recipe sets from its options; extra_flags may not repeat them.
 MANAGED_FLAGS = (
@@ -81,6 +79,8 @@ class EthosURecipe(Recipe):
         "hil.recipes.quantized",
         "hil.recipes.host_program",
         "hil.recipes.arm_partition",
+        "hil.recipes.delegate_files",
+        "hil.capture",
         "hil.tosa_delegate",
         "hil.vela",
         "hil.macs",
@@ -194,8 +194,9 @@ class EthosURecipe(Recipe):
         program = edge.exported_program()
         lowered = lowered_modules(program)
         names = [f"delegate_{i}" for i in range(len(lowered))]
+        used: set[Path] = set()
         summaries = [
-            self._delegate_files(case, module, dump, workdir / DELEGATES / name, spec)
+            keep_delegate(case, module, dump, workdir / DELEGATES / name, spec, used)
             for name, module in zip(names, lowered, strict=True)
         ]
         _strip_dump_path(case, lowered, spec)
@@ -239,46 +240,6 @@ class EthosURecipe(Recipe):
             ) from e
         _write_log(workdir, printed)
         return edge, partitioner
-
-    def _delegate_files(
-        self, case: str, module: Any, dump: Path, folder: Path, spec: Any
-    ) -> VelaSummary:
-        """Keep the delegate's TOSA graph and Vela's estimate; prove the graph is the delegate's."""
-        from executorch.backends.arm.arm_vela import vela_compile
-
-        tag = next(
-            (
-                n.meta["delegation_tag"]
-                for n in module.original_module.graph.nodes
-                if n.meta.get("delegation_tag")
-            ),
-            None,
-        )
-        found = sorted(dump.glob(f"output_{tag}_*.tosa")) if tag else []
-        if len(found) != 1:
-            raise ExportError(
-                f"case {case!r}: expected one TOSA dump for delegate tag {tag!r} in {dump}, "
-                f"found {len(found)}",
-                fix="the ExecuTorch Arm backend changed how it dumps TOSA; hil needs updating",
-            )
-        folder.mkdir(parents=True)
-        with captured_output() as printed:
-            result = exporter_step(
-                "Vela (per-delegate estimate)",
-                case,
-                lambda: vela_compile(
-                    found[0].read_bytes(), list(spec.compiler_flags), intermediate_path=str(folder)
-                ),
-            )
-        (folder / "vela.log").write_text("".join(printed))
-        (folder / "output" / "out_vela.npz").unlink(missing_ok=True)  # the stream is in the .pte
-        if result.processed_bytes != module.processed_bytes:
-            raise ExportError(
-                f"case {case!r}: Vela's command stream from the dumped TOSA graph {found[0].name} "
-                "differs from the delegate's in the .pte, so that graph would not be what runs",
-                fix="report this: the Ethos-U lowering is not deterministic for this model",
-            )
-        return read_summary(folder / "output")
 
     def _details(
         self,

@@ -30,7 +30,7 @@ from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, HilError, TargetUnavailable
 from hil.partition import PartitionReport
-from hil.recipes.ethos_u import TOSA_FILE
+from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import load_host_program
 from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Deployment, RunResult, Target

@@ -216,3 +216,35 @@ def test_cortex_m55_reference_ops(session: Session) -> None:
     assert record["quantized_agreement"]["statement"] in ("bit-exact", "within 1 step")
     assert record["counters"]["cmsis_nn_fraction"] == 1.0
     assert result.latency is None  # nothing is timed on this stand-in
+
+
+def test_a_delegate_without_its_dump_is_lowered_again_and_proven(tmp_path: Path) -> None:
+    """The fallback when ExecuTorch's TOSA dump of a delegate is missing or overwritten."""
+    from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
+    from executorch.backends.arm.quantizer import (
+        EthosUQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from hil.recipes.arm_partition import lowered_modules
+    from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
+
+    model, inputs = tiny().model(), tiny().inputs()
+    spec = EthosUCompileSpec("ethos-u85-256")
+    quantizer = EthosUQuantizer(spec)
+    quantizer.set_global(get_symmetric_quantization_config())
+    prepared = prepare_pt2e(
+        torch.export.export(model, inputs).module(check_guards=False), quantizer
+    )
+    prepared(*inputs)
+    program = torch.export.export(convert_pt2e(prepared), inputs)
+    with redirect_stdout(io.StringIO()):
+        edge = to_edge_transform_and_lower(program, partitioner=[EthosUPartitioner(spec)])
+    (module,) = lowered_modules(edge.exported_program())
+    empty = tmp_path / "no-dump"
+    empty.mkdir()
+    summary = keep_delegate("tiny", module, empty, tmp_path / "delegate_0", spec, set())
+    assert summary.npu_cycles > 0
+    assert (tmp_path / "delegate_0" / TOSA_FILE).stat().st_size > 0
