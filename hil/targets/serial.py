@@ -128,6 +128,11 @@ class SerialTarget(Target):
         """What the runner runs on (tests reach a virtual board's process through it)."""
         return self._board
 
+    @property
+    def client(self) -> RunnerClient:
+        """The protocol client on the board's link: its stats and log, for diagnostics."""
+        return self._client
+
     def describe(self) -> dict[str, str]:
         facts = dict(super().describe())
         info = getattr(self, "_info", None)
@@ -159,7 +164,8 @@ class SerialTarget(Target):
     def _crashed(self, doing: str, cause: Exception) -> TargetCrash:
         self._runner_gone()
         board_tail = self._board.log_tail()
-        link_tail = "\n".join(self._client.log_lines) if hasattr(self, "_client") else ""
+        client: RunnerClient | None = getattr(self, "_client", None)  # None: died in handshake
+        link_tail = "\n".join(client.log_lines) if client is not None else ""
         state = self._board.exit_description()
         reason = (
             cause.message if isinstance(cause, TargetCrash) else f"{type(cause).__name__}: {cause}"

@@ -152,7 +152,8 @@ def test_model_larger_than_the_pool_is_refused_naming_both_sizes(lab: Lab) -> No
         caught.value)
     # The runner refuses it too, for a host that does not check first.
     target = session.target("vsmall")
-    client = target._client  # type: ignore[attr-defined]
+    assert isinstance(target, SerialTarget)
+    client = target.client
     with pytest.raises(DeployError, match=f"is {size} bytes, larger than the runner's 2048-byte"):
         client.request(m.LOAD_BEGIN, bytes(32), size.to_bytes(8, "little"))
 
@@ -205,7 +206,9 @@ def test_line_noise_is_caught_retried_and_outputs_still_match_host(
                 assert noisy.passed, noisy.output_failure()
                 with np.load(noisy.arrays_path) as a, np.load(clean.arrays_path) as b:
                     assert np.array_equal(a["output0"], b["output0"])
-        stats = session.target("noisy")._client.stats  # type: ignore[attr-defined]
+        target = session.target("noisy")
+        assert isinstance(target, SerialTarget)
+        stats = target.client.stats
         assert relay.stats.damaged >= 3
         assert stats.naks + stats.corrupt_replies + stats.timeouts > 0
         assert stats.retransmits > 0
