@@ -174,11 +174,11 @@ class Simulation:
                 "-m", "2G", "-nographic", "-icount", "shift=0", "-monitor", "none",
                 "-kernel", str(Path(self.opts.application or "").resolve()),
                 "-serial", f"tcp:127.0.0.1:{qemu_port},server=on,wait=on"]  # fmt: skip
-        if semihosting:
-            config = "enable=on,target=native"
+        if semihosting:  # its console is the FVP's standard output
+            config = "enable=on,target=native,chardev=semihosting"
             for word in cmd_line.split():
                 config += ",arg=" + word.replace(",", ",,")
-            argv += ["-semihosting-config", config]
+            argv += ["-chardev", "stdio,id=semihosting,signal=off", "-semihosting-config", config]
         self.qemu_log = tempfile.TemporaryFile()  # noqa: SIM115 - QEMU writes it all run long
         self.qemu = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=sys.stdout,
                                      stderr=self.qemu_log)  # fmt: skip

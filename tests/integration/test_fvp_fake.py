@@ -1,0 +1,236 @@
+"""FvpTarget end to end with the fake FVP (tests/fakes/fvp, CONTRACT.md says what it honours):
+a real Ethos-U export, the real bare-metal runner ELF (echo engine: no ExecuTorch for Cortex-M
+here) in QEMU mps3-an547 behind the fake's raw telnet terminal, the real runner protocol, and
+the fake's PMU stand-in (Vela's estimate sent as the runner's PMU report lines).
+
+Each failure class is produced by what causes it on a real FVP: a hard fault in the runner, a
+runner that hangs until the FVP's --timelimit, a runner that goes silent, a licence refusal,
+an FVP parameter the model lacks, an over-long semihosting command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import yaml
+from fakes.fvp import ARTIFACTS_ENV, LICENCE_ENV, install
+
+import hil
+from hil.devices import DeviceRegistry
+from hil.errors import (
+    DeviceSpecError,
+    InfrastructureError,
+    LinkTimeout,
+    TargetCrash,
+    TargetUnavailable,
+)
+from hil.fvp.errors import FvpLicenceError, FvpStartError, FvpTimeLimit
+from hil.protocol import messages as m
+from hil.session import Session
+from hil.targets.fvp import FvpTarget
+
+MISSING = [tool for tool in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(tool) is None]
+pytestmark = pytest.mark.skipif(
+    bool(MISSING),
+    reason=f"{', '.join(MISSING)} not installed (the fake FVP runs the runner in QEMU); fix: "
+    "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi",
+)
+
+RECIPE_OPTIONS = {
+    "ethos-u55-128": {"system_config": "Ethos_U55_High_End_Embedded", "memory_mode": "Shared_Sram"},
+    "ethos-u85-256": {"system_config": "Ethos_U85_SYS_DRAM_Mid", "memory_mode": "Sram_Only"},
+}
+
+
+def device(folder: Path, name: str, npu: str = "ethos-u55-128", **connection: Any) -> None:
+    """An FVP device file for the echo runner (the only bare-metal runner buildable here)."""
+    platform = "corstone-300" if "u55" in npu else "corstone-320"
+    data = {
+        "name": name, "kind": "fvp", "npu": npu,
+        "recipes": [{"name": "ethos-u",
+                     "options": {"accelerator_config": npu, **RECIPE_OPTIONS[npu]}}],
+        "latency": {"timing": "emulated", "warmup": 1, "min_runs": 3, "min_time_s": 0.001,
+                    "max_runs": 5},
+        "connection": {"platform": platform, "engine": "echo", "firmware": platform,
+                       "time_limit_s": 300, "boot_timeout_s": 60, "reply_timeout_s": 5,
+                       "bytes_per_s": 10000, "run_timeout_s": 60, **connection},
+    }  # fmt: skip
+    (folder / f"{name}.yaml").write_text(yaml.safe_dump(data))
+
+
+def non_negative() -> tuple[torch.Tensor, ...]:
+    return (torch.rand(1, 8, 8, 8, generator=torch.Generator().manual_seed(0)),)
+
+
+def conv() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU())
+
+
+# ReLU is the identity on non-negative inputs: the echo runner's outputs (its inputs) are then
+# the right answer, so the case passes for the right reason (the bytes went there and back).
+IDENTITY = hil.Case("relu_non_negative", torch.nn.ReLU, non_negative,
+                    counter_budgets={"npu_cycles": {"*": 1_000_000}})  # fmt: skip
+CONV = hil.Case("conv_relu", conv, non_negative)
+
+
+@pytest.fixture
+def fake_fvp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_cache: Path) -> Path:
+    """The fake FVP first on PATH; its PMU stand-in reads Vela estimates from the test cache."""
+    folder = install(tmp_path / "fvp-bin")
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
+    monkeypatch.setenv(ARTIFACTS_ENV, str(shared_cache))
+    monkeypatch.setenv("HIL_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("HIL_FVP_DIR", raising=False)
+    return folder
+
+
+Opener = Callable[..., Session]
+
+
+@pytest.fixture
+def open_session(fake_fvp: Path, shared_cache: Path, tmp_path: Path) -> Iterator[Opener]:
+    """open_session(name, npu=..., **connection): write the device file, open a Session on it."""
+    with contextlib.ExitStack() as stack:
+
+        def open_(name: str, npu: str = "ethos-u55-128", **connection: Any) -> Session:
+            folder = tmp_path / "devices"
+            folder.mkdir(exist_ok=True)
+            device(folder, name, npu, **connection)
+            registry = DeviceRegistry.from_dirs([folder])
+            return stack.enter_context(Session(devices=registry, cache_dir=shared_cache,
+                                               results_dir=tmp_path / "results"))  # fmt: skip
+
+        yield open_
+
+
+def fvp_target(session: Session, name: str) -> FvpTarget:
+    target = session.target(name)
+    assert isinstance(target, FvpTarget)
+    return target
+
+
+def test_export_to_parsed_cycles_with_fake_fvp(open_session: Opener) -> None:
+    session = open_session("fvp-u55-echo")
+    target = fvp_target(session, "fvp-u55-echo")
+    assert target.fvp is not None
+    pid = target.fvp.pid
+
+    first = session.check(IDENTITY, "fvp-u55-echo")
+    vela = first.artifact.details["vela"]["npu_cycles"]
+    assert first.verdict == "PASS", first.output_failure()
+    assert first.counters["vela_npu_cycles"] == vela > 0
+    assert first.counters["npu_cycles"] == vela  # the fake's PMU stand-in reports Vela's count
+    assert first.counters["npu_invocations"] == 1
+    assert first.counters["cpu_cycles"] > 0  # the runner's SysTick, per execution
+    assert first.counters["model_pool_peak_bytes"] == first.artifact.size
+    assert first.latency is not None and first.latency.timing == "emulated"
+    assert first.target_info["fvp_version"] == "0.0.0 (hil fake FVP)"
+    assert first.target_info["num_macs"] == "128"
+
+    again = session.check(IDENTITY, "fvp-u55-echo")
+    assert again.deploy_bytes == 0  # the runner still holds the model
+
+    other = session.check(CONV, "fvp-u55-echo")
+    assert other.verdict == "MISMATCH"  # the echo runner gives back its inputs: a model bug
+    assert other.counters["npu_cycles"] == other.artifact.details["vela"]["npu_cycles"]
+    assert target.fvp is not None and target.fvp.pid == pid  # one FVP for every case
+    log = target.fvp.log_path.read_text()
+    assert "[hil info] runner ready: engine echo" in log  # semihosting console, through QEMU
+    assert "-C ethosu.num_macs=128" in log  # the command line heads the log
+
+
+def test_corstone_320_with_fake_fvp(open_session: Opener) -> None:
+    session = open_session("fvp-u85-echo", npu="ethos-u85-256")
+    result = session.check(IDENTITY, "fvp-u85-echo")
+    assert result.verdict == "PASS", result.output_failure()
+    assert result.counters["npu_cycles"] == result.artifact.details["vela"]["npu_cycles"]
+    target = fvp_target(session, "fvp-u85-echo")
+    assert target.fvp is not None
+    assert "mps4_board.subsystem.ethosu.num_macs=256" in target.fvp.command.argv
+    assert target.describe()["runner_platform"] == "cortex-m85/corstone-320"
+
+
+def test_npu_cycle_budget_is_judged_with_fake_fvp(open_session: Opener) -> None:
+    session = open_session("fvp-u55-echo")
+    tight = hil.Case("relu_non_negative", torch.nn.ReLU, non_negative,
+                     counter_budgets={"npu_cycles": {"fvp-u55-echo": 10}})  # fmt: skip
+    result = session.check(tight, "fvp-u55-echo")
+    assert result.verdict == "OVER BUDGET"
+    assert "npu_cycles" in str(result.budget_breaches[0])
+
+
+def test_hard_fault_is_a_target_crash_with_fake_fvp(open_session: Opener) -> None:
+    session = open_session("fvp-u55-echo")
+    target = fvp_target(session, "fvp-u55-echo")
+    assert target.fvp is not None
+    crashed_pid = target.fvp.pid
+    assert session.check(IDENTITY, "fvp-u55-echo").verdict == "PASS"  # the runner holds it now
+    target.client.debug(m.DEBUG_FAULT, during_next_run=True)  # (a model load would disarm it)
+    with pytest.raises(TargetCrash) as caught:
+        session.check(IDENTITY, "fvp-u55-echo")
+    assert "cortex-m fault" in caught.value.message and "pc=0x" in caught.value.message
+    assert "FVP log" in str(caught.value)
+    assert session.broken_cause("fvp-u55-echo") is None  # a crash does not retire the target
+    assert session.check(IDENTITY, "fvp-u55-echo").verdict == "PASS"  # on a fresh FVP
+    fresh = fvp_target(session, "fvp-u55-echo").fvp
+    assert fresh is not None and fresh.pid != crashed_pid
+
+
+def test_hang_past_the_time_limit_is_infrastructure_with_fake_fvp(open_session: Opener) -> None:
+    session = open_session("fvp-u55-echo", time_limit_s=20, run_timeout_s=300)
+    target = fvp_target(session, "fvp-u55-echo")
+    session.check(IDENTITY, "fvp-u55-echo")
+    target.client.debug(m.DEBUG_HANG, during_next_run=True)
+    with pytest.raises(FvpTimeLimit) as caught:
+        session.check(IDENTITY, "fvp-u55-echo")
+    assert isinstance(caught.value, InfrastructureError)
+    assert "--timelimit of 20 s" in caught.value.message and "FVP log:" in caught.value.message
+    assert session.broken_cause("fvp-u55-echo") is caught.value  # out of service, first cause
+
+
+def test_silent_runner_is_a_link_timeout_with_fake_fvp(open_session: Opener) -> None:
+    session = open_session("fvp-u55-echo", run_timeout_s=3)
+    target = fvp_target(session, "fvp-u55-echo")
+    session.check(IDENTITY, "fvp-u55-echo")
+    target.client.debug(m.DEBUG_HANG, during_next_run=True)
+    with pytest.raises(LinkTimeout) as caught:
+        session.check(IDENTITY, "fvp-u55-echo")
+    assert not isinstance(caught.value, FvpTimeLimit)
+    assert "the FVP still runs" in caught.value.message
+    assert isinstance(session.broken_cause("fvp-u55-echo"), InfrastructureError)
+
+
+def test_licence_refusal_is_unavailable_with_fake_fvp(
+    open_session: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = open_session("fvp-u55-echo")
+    monkeypatch.setenv(LICENCE_ENV, "expired")
+    with pytest.raises(FvpLicenceError) as caught:
+        session.target("fvp-u55-echo")
+    assert isinstance(caught.value, TargetUnavailable)  # so the plugin skips every case
+    assert "FlexNet Licensing error:-5,357" in caught.value.message
+    assert caught.value.fix is not None and "ARMLMD_LICENSE_FILE" in caught.value.fix
+
+
+def test_unknown_fvp_parameter_is_a_start_error_with_fake_fvp(open_session: Opener) -> None:
+    session = open_session("fvp-u55-echo", params={"mps3_board.no_such_thing": 1})
+    with pytest.raises(FvpStartError) as caught:
+        session.target("fvp-u55-echo")
+    assert "unknown parameter 'mps3_board.no_such_thing'" in caught.value.message
+    assert "ended before offering its UART" in caught.value.message
+
+
+def test_over_long_semihosting_command_line_never_reaches_the_fake_fvp(
+    open_session: Opener, tmp_path: Path
+) -> None:
+    session = open_session("fvp-u55-echo", runner_args=["--model", "m" * 250])
+    with pytest.raises(DeviceSpecError, match="the FVP keeps only 255"):
+        session.target("fvp-u55-echo")
+    assert not (tmp_path / "results" / "boards" / "fvp-u55-echo.log").exists()  # never started
