@@ -199,7 +199,8 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
         defines = {"HIL_BUILD_ID": build_id, **config.defines}
         if PRESETS[config.preset][1] and config.preset == "host":
             defines.setdefault("EXECUTORCH_ROOT", str(_executorch_root()))
-        if config.preset == "linux-aarch64":  # the aarch64 wheel of this executorch version
+        linked = config.defines.get("HIL_ENGINE_EXECUTORCH") != "OFF"
+        if config.preset == "linux-aarch64" and linked:  # the aarch64 wheel of this version
             from hil.aarch64_sdk import executorch_root
 
             defines.setdefault("EXECUTORCH_ROOT", str(executorch_root(folder.parent)))

@@ -150,16 +150,33 @@ class EmulatedPi:
             raise TargetUnavailable(f"{self.name}: sshd did not restart with its new key")
 
     def session_pids(self) -> list[int]:
-        """The sshd processes serving connections now (children of the listener)."""
+        """The sshd processes serving connections now (descendants of the listener that are
+        sshd, not the commands they run)."""
         if self._process is None:
             return []
-        out = subprocess.run(["pgrep", "-P", str(self._process.pid)], capture_output=True,
-                             text=True)
-        return [int(p) for p in out.stdout.split()]
+        found, pending = [], [self._process.pid]
+        while pending:
+            out = subprocess.run(["pgrep", "-P", str(pending.pop())], capture_output=True,
+                                 text=True)
+            for pid in (int(p) for p in out.stdout.split()):
+                pending.append(pid)
+                with contextlib.suppress(OSError):
+                    if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                        found.append(pid)
+        return found
 
     def drop_connections(self) -> None:
         """Kill every sshd serving a connection: a cable pulled, as the clients see it."""
         for pid in self.session_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def go_away(self) -> None:
+        """Stop accepting connections and drop the ones there are: a Pi that went away and
+        stays away. For the fault tests."""
+        serving = self.session_pids()
+        self._stop_process()
+        for pid in serving:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 

@@ -74,13 +74,13 @@ class SshTarget(Target):
         self.reconnects = 0
         self.runner_bytes_sent = 0
         self._log_path = board_log_dir().resolve() / f"{self.spec.name}.log"
+        if self._emulator is None:  # an unconfigured device is reported before any build
+            self._endpoint = real_endpoint(self.spec, self._settings)
         built = firmware.build(firmware.firmware_config(self.spec, "linux-aarch64"))
         self._bundle, self._build_id = runner_bundle(built.binary), built.build_id
         try:
             if self._emulator is not None:
                 self._endpoint = self._emulator.start()
-            else:
-                self._endpoint = real_endpoint(self.spec, self._settings)
             self._open()
         except BaseException:
             self._close()

@@ -28,13 +28,15 @@ from pathlib import Path
 from hil.errors import HilError, TargetUnavailable, TransportError
 
 CONNECT_TIMEOUT_S = 15.0
-HOST_KEY_FIX = (
-    "if the device was re-imaged or its key really changed, verify the new key on the device "
-    "itself (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` there), then replace its line "
-    "in {known_hosts} (`ssh-keygen -R '{pattern}' -f {known_hosts}`, then "
-    "`ssh-keyscan -p {port} {host} >> {known_hosts}` and compare the fingerprint). hil never "
-    "trusts a key that is not already in that file"
-)
+VERIFY = ("compare it with the key on the device itself (on its console: "
+          "`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`)")
+UNKNOWN_FIX = (VERIFY + "; if they match, add it: `ssh-keyscan -p {port} {host} >> {known_hosts}` "
+               "(and check the fingerprint of what was added). hil never trusts a key that is "
+               "not already in that file")
+CHANGED_FIX = ("do not connect until you know why it changed. If the device was re-imaged, "
+               + VERIFY + "; if they match, drop the old line with `ssh-keygen -R '{pattern}' "
+               "-f {known_hosts}` and add the new one with `ssh-keyscan -p {port} {host} >> "
+               "{known_hosts}`")
 
 
 class HostKeyRefused(TargetUnavailable):
@@ -197,19 +199,19 @@ class SshConnection:
         offered = re.search(r"Server host key: (\S+) (\S+)", text)
         fingerprint = offered.group(2) if offered else None
         key_type = offered.group(1) if offered else "host"
-        fix = HOST_KEY_FIX.format(known_hosts=e.known_hosts, pattern=e.known_hosts_pattern,
-                                  port=e.port, host=e.host)
+        facts = {"known_hosts": e.known_hosts, "pattern": e.known_hosts_pattern,
+                 "port": e.port, "host": e.host}
         if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
             return HostKeyRefused(
                 f"{self.name}: refused {e.host}:{e.port}: its {key_type} key {fingerprint} is not "
                 f"the one {e.known_hosts} holds for it (the key CHANGED: a re-imaged device, or "
-                "someone in between)", fix=fix, fingerprint=fingerprint,
+                "someone in between)", fix=CHANGED_FIX.format(**facts), fingerprint=fingerprint,
             )
         if "host key is known for" in text or "Host key verification failed" in text:
             return HostKeyRefused(
                 f"{self.name}: refused {e.host}:{e.port}: its {key_type} key {fingerprint} is "
                 f"not in {e.known_hosts} (an UNKNOWN host key is never trusted silently)",
-                fix=fix, fingerprint=fingerprint,
+                fix=UNKNOWN_FIX.format(**facts), fingerprint=fingerprint,
             )
         if "Permission denied" in text:
             return TargetUnavailable(
@@ -227,15 +229,28 @@ class SshConnection:
 
     def run(self, remote: str, *, timeout: float = 60.0, stdin: bytes | None = None
             ) -> subprocess.CompletedProcess[bytes]:
-        """Run a shell command line on the device; the result whatever its exit status."""
+        """Run a shell command line on the device; the result whatever its exit status, or
+        TransportError when the connection is gone (ssh's status 255 and no master)."""
         try:
-            return subprocess.run(self.ssh_command(remote), input=stdin, capture_output=True,
-                                  timeout=timeout, stdin=None if stdin is not None
-                                  else subprocess.DEVNULL)
+            if stdin is None:
+                done = subprocess.run(self.ssh_command(remote), stdin=subprocess.DEVNULL,
+                                      capture_output=True, timeout=timeout)
+            else:
+                done = subprocess.run(self.ssh_command(remote), input=stdin,
+                                      capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             raise TransportError(
                 f"{self.name}: `{remote[:80]}` on {self.endpoint.host} took over {timeout:.0f} s"
             ) from e
+        self._require_alive(done.returncode)
+        return done
+
+    def _require_alive(self, returncode: int) -> None:
+        if returncode == 255 and not self.alive():
+            raise TransportError(
+                f"{self.name}: the SSH connection to {self.endpoint.address} is gone",
+                fix="check that the device is on and reachable",
+            )
 
     def spawn(self, remote: str, stderr: int | object) -> subprocess.Popen[bytes]:
         """Start a long-running remote command with its stdin/stdout as pipes here."""
@@ -253,6 +268,7 @@ class SshConnection:
             raise TransportError(
                 f"{self.name}: an SFTP transfer to {self.endpoint.host} took over {timeout:.0f} s"
             ) from e
+        self._require_alive(done.returncode)
         return done.returncode == 0, done.stderr.decode(errors="replace").strip()
 
 

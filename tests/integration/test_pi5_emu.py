@@ -1,0 +1,249 @@
+"""The emulated Pi 5, for real: OpenSSH sshd on loopback, the aarch64 runner under
+qemu-aarch64 -cpu cortex-a76, the SshTarget speaking the runner protocol over the SSH channel.
+Faults are real too: sshd processes killed under a running step, the remote runner killed,
+the host key swapped, a full or read-only disk (tmpfs mounts)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from torch import nn
+
+from hil import Case, seeded
+from hil.devices import DeviceRegistry
+from hil.errors import DeployError, TargetCrash, TargetUnavailable
+from hil.session import Session
+from hil.targets.ssh import SshTarget
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    not (os.path.exists("/usr/sbin/sshd") and shutil.which("qemu-aarch64")
+         and shutil.which("aarch64-linux-gnu-g++") and os.geteuid() == 0),
+    reason="needs root, openssh-server, qemu-user and g++-aarch64-linux-gnu (make test installs "
+    "them)",
+)
+
+
+def tiny() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+TINY = Case("pi_tiny_mlp", tiny, seeded((2, 16)))
+
+
+class PiLab:
+    """Device files derived from devices/pi5-emu.yaml, sessions over them, private state."""
+
+    def __init__(self, tmp_path: Path, cache: Path) -> None:
+        self.tmp_path = tmp_path
+        self.cache = cache
+        self.folder = tmp_path / "devices"
+        self.folder.mkdir()
+        self.sessions: list[Session] = []
+
+    def device(self, name: str, **connection: object) -> str:
+        spec = yaml.safe_load((REPO / "devices" / "pi5-emu.yaml").read_text())
+        spec["name"] = name
+        spec["connection"].update(connection)
+        (self.folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+        return name
+
+    def session(self) -> Session:
+        session = Session(devices=DeviceRegistry.from_dirs([self.folder]), cache_dir=self.cache,
+                          results_dir=self.tmp_path / "results")
+        self.sessions.append(session)
+        return session
+
+    def close(self) -> None:
+        for session in self.sessions:
+            session.close()
+
+
+@pytest.fixture
+def lab(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PiLab]:
+    monkeypatch.setenv("HIL_EMU_DIR", str(tmp_path / "emu"))
+    monkeypatch.setenv("HIL_RESULTS_DIR", str(tmp_path / "results"))
+    lab = PiLab(tmp_path, shared_cache)
+    yield lab
+    lab.close()
+
+
+def ssh_target(session: Session, name: str) -> SshTarget:
+    target = session.target(name)
+    assert isinstance(target, SshTarget)
+    return target
+
+
+def on_nth_run(log: Path, n: int, action: Callable[[], None]) -> threading.Thread:
+    """Call `action` once the runner's stderr (in the local log) shows its n-th RUN from now."""
+    start = log.stat().st_size
+
+    def watch() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with log.open("rb") as f:
+                f.seek(start)
+                if f.read().count(b"info: run:") >= n:
+                    time.sleep(0.5)  # inside the RUN: the runner hangs there (--inject hang@2)
+                    action()
+                    return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_outputs_match_and_nothing_is_copied_twice(lab: PiLab) -> None:
+    name = lab.device("pi-basic")
+    session = lab.session()
+    first = session.check(TINY, name, "xnnpack-fp32")
+    target = ssh_target(session, name)
+    pid = target.remote_runner_pid()
+    assert first.verdict == "PASS" and first.deploy_bytes > 0
+    assert first.latency is not None and first.latency.timing == "emulated"
+    assert target.runner_bytes_sent > 1_000_000  # runner + libraries, first time on this "Pi"
+    again = session.check(TINY, name, "xnnpack-fp32")
+    assert again.verdict == "PASS" and again.deploy_bytes == 0
+    assert target.remote_runner_pid() == pid  # one runner for the session, not one per input
+    facts = target.describe()
+    assert facts["timing"] == "emulated" and facts["pinned_cpus"] == "0-1"
+    assert "cortex-a76" in facts["emulator"] and facts["platform"] == "posix-aarch64"
+    assert facts["remote_cpu"] and facts["host_key"].startswith("SHA256:")
+    session.close()
+
+    # A new session: a new sshd (new keys), a new runner; the "Pi's" disk still has it all.
+    later = lab.session()
+    third = later.check(TINY, name, "xnnpack-fp32")
+    assert third.verdict == "PASS" and third.deploy_bytes == 0
+    assert ssh_target(later, name).runner_bytes_sent == 0
+
+
+def test_a_connection_dropped_mid_run_is_reconnected_once(lab: PiLab) -> None:
+    name = lab.device("pi-drop", runner_args=["--inject", "hang@2"])
+    session = lab.session()
+    assert session.check(TINY, name, "xnnpack-fp32").verdict == "PASS"  # RUN 1
+    target = ssh_target(session, name)
+    hung = target.remote_runner_pid()
+    assert hung is not None and target.emulator is not None
+    log = Path(os.environ["HIL_RESULTS_DIR"]) / "boards" / f"{name}.log"
+    watcher = on_nth_run(log, 1, target.emulator.drop_connections)
+    result = session.check(TINY, name, "xnnpack-fp32")  # RUN 2 hangs; the connection drops
+    watcher.join()
+    assert result.verdict == "PASS"  # on the new connection's new runner
+    assert target.reconnects == 1
+    assert target.remote_runner_pid() != hung
+    assert not alive(hung)  # the hung runner of the lost connection was stopped
+
+
+def test_a_device_that_stays_away_is_unavailable_naming_the_host(lab: PiLab) -> None:
+    name = lab.device("pi-gone", runner_args=["--inject", "hang@2"])
+    session = lab.session()
+    assert session.check(TINY, name, "xnnpack-fp32").verdict == "PASS"
+    target = ssh_target(session, name)
+    hung = target.remote_runner_pid()
+    emulator = target.emulator
+    assert emulator is not None and hung is not None
+    log = Path(os.environ["HIL_RESULTS_DIR"]) / "boards" / f"{name}.log"
+    watcher = on_nth_run(log, 1, emulator.go_away)
+    try:
+        with pytest.raises(TargetUnavailable) as lost:
+            session.check(TINY, name, "xnnpack-fp32")
+        watcher.join()
+        text = str(lost.value)
+        assert "127.0.0.1" in text and "lost the SSH connection" in text and "fix:" in text
+        with pytest.raises(TargetUnavailable):  # and stays so, at once
+            session.check(TINY, name, "xnnpack-fp32")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(hung, signal.SIGKILL)  # no connection is left to stop it with
+
+
+def test_a_killed_runner_is_a_crash_with_its_stderr(lab: PiLab) -> None:
+    name = lab.device("pi-kill", runner_args=["--inject", "hang@2"])
+    session = lab.session()
+    assert session.check(TINY, name, "xnnpack-fp32").verdict == "PASS"
+    target = ssh_target(session, name)
+    pid = target.remote_runner_pid()
+    assert pid is not None
+    log = Path(os.environ["HIL_RESULTS_DIR"]) / "boards" / f"{name}.log"
+    watcher = on_nth_run(log, 1, lambda: os.kill(pid, signal.SIGKILL))
+    with pytest.raises(TargetCrash) as crash:
+        session.check(TINY, name, "xnnpack-fp32")
+    watcher.join()
+    assert "crashed" in crash.value.message and "killed by a signal" in crash.value.message
+    assert "info: run:" in crash.value.log_tail  # the runner's own stderr, from the device
+    # the session dropped the target: the next case gets a fresh runner
+    assert session.check(TINY, name, "xnnpack-fp32").verdict == "PASS"
+
+
+def test_a_runner_fault_is_a_crash_with_the_fault_and_stderr(lab: PiLab) -> None:
+    name = lab.device("pi-fault", runner_args=["--inject", "fault@1"])
+    session = lab.session()
+    with pytest.raises(TargetCrash) as crash:
+        session.check(TINY, name, "xnnpack-fp32")
+    assert "signal=11" in crash.value.message
+    assert "fatal signal" in crash.value.log_tail
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
+    mounted: list[Path] = []
+
+    def mount(size: str, read_only: bool = False) -> Path:
+        point = tmp_path / f"disk{len(mounted)}"
+        point.mkdir()
+        options = f"size={size}" + (",ro" if read_only else "")
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def test_a_full_disk_is_a_clear_deploy_error(lab: PiLab, tmpfs: Callable[..., Path]) -> None:
+    disk = tmpfs("14m")  # the runner and its libraries (about 12 MB) fit; a 4 MB model not
+    name = lab.device("pi-full", remote_dir=str(disk))
+    session = lab.session()
+    big = Case("pi_big_linear", lambda: nn.Linear(1024, 1024).eval(), seeded((1, 1024)))
+    with pytest.raises(DeployError) as full:
+        session.check(big, name, "xnnpack-fp32")
+    text = str(full.value)
+    assert "disk full" in text and "bytes free" in text and "fix:" in text
+    assert not list((disk / "models").glob("*.part"))  # no half copy left behind
+
+
+def test_a_read_only_folder_is_a_clear_deploy_error(lab: PiLab,
+                                                    tmpfs: Callable[..., Path]) -> None:
+    disk = tmpfs("1m", read_only=True)
+    name = lab.device("pi-readonly", remote_dir=str(disk / "hil"))
+    session = lab.session()
+    with pytest.raises(DeployError) as refused:
+        session.check(TINY, name, "xnnpack-fp32")
+    assert "Read-only file system" in str(refused.value) and str(disk) in str(refused.value)
