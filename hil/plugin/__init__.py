@@ -27,7 +27,7 @@ from hil.plugin.fixtures import (
 )
 from hil.plugin.options import OPT_IN_TAGS, add_options, read_options
 from hil.plugin.state import RECORD_KEY, STATE, HilState, Variant
-from hil.report import summary
+from hil.report import fvp_table, problems, summary
 from hil.session import Session
 
 __all__ = ["hil_artifact", "hil_case", "hil_check", "hil_session", "hil_target", "hil_variant"]
@@ -182,6 +182,8 @@ class HilPlugin:
             return
         terminalreporter.section("hil summary")
         for line in summary.render(self.state.records):
+            terminalreporter.write_line(line)
+        for line in fvp_table.render(self.state.records) + problems.render(self.state.records):
             terminalreporter.write_line(line)
         if self.results_file is not None:
             terminalreporter.write_line(f"records: {self.results_file}")
