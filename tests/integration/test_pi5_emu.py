@@ -20,7 +20,7 @@ import torch
 import yaml
 from torch import nn
 
-from hil import Case, seeded
+from hil import Case, cli, seeded
 from hil.devices import DeviceRegistry
 from hil.errors import DeployError, TargetCrash, TargetUnavailable
 from hil.session import Session
@@ -115,12 +115,29 @@ def alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
+def test_firmware_build_for_the_pi_makes_the_runner_bundle(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--devices", str(REPO / "devices"), "firmware", "build", "--target",
+                     "pi5"]) == 0
+    folder = Path(capsys.readouterr().out.strip())
+    names = {p.name for p in folder.iterdir()}
+    assert {"hil-runner", "libexecutorch.so", "libexecutorch_backend_xnnpack.so",
+            "libexecutorch_kernels_optimized.so", "libexecutorch_kernels_quantized.so",
+            "libexecutorch_threadpool.so", "MANIFEST"} <= names
+    assert "libexecutorch_backend_openvino.so" not in names  # only what the runner needs
+    header = (folder / "hil-runner").read_bytes()[:20]
+    assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == 183  # aarch64
+
+
 def test_outputs_match_and_nothing_is_copied_twice(lab: PiLab) -> None:
-    name = lab.device("pi-basic")
+    name = lab.device("pi-basic", cpus="1")
     session = lab.session()
     first = session.check(TINY, name, "xnnpack-fp32")
     target = ssh_target(session, name)
     pid = target.remote_runner_pid()
+    assert pid is not None
+    status = Path(f"/proc/{pid}/status").read_text()  # the emulated Pi is this machine
+    assert "Cpus_allowed_list:\t1\n" in status  # pinned by taskset, as the device file says
     assert first.verdict == "PASS" and first.deploy_bytes > 0
     assert first.latency is not None and first.latency.timing == "emulated"
     assert target.runner_bytes_sent > 1_000_000  # runner + libraries, first time on this "Pi"
@@ -128,7 +145,7 @@ def test_outputs_match_and_nothing_is_copied_twice(lab: PiLab) -> None:
     assert again.verdict == "PASS" and again.deploy_bytes == 0
     assert target.remote_runner_pid() == pid  # one runner for the session, not one per input
     facts = target.describe()
-    assert facts["timing"] == "emulated" and facts["pinned_cpus"] == "0-1"
+    assert facts["timing"] == "emulated" and facts["pinned_cpus"] == "1"
     assert "cortex-a76" in facts["emulator"] and facts["platform"] == "posix-aarch64"
     assert facts["remote_cpu"] and facts["host_key"].startswith("SHA256:")
     session.close()
