@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import select
 import time
 from typing import Any
 
@@ -21,6 +22,7 @@ class SerialLink:
         self.baudrate = baudrate
         self.write_timeout_s = write_timeout_s
         self._port: Any = None
+        self._fd: int | None = None
         self.log = logging.getLogger(f"hil.transport.SerialLink({url})")
 
     def open(self) -> SerialLink:
@@ -28,9 +30,7 @@ class SerialLink:
 
         try:
             self._port = serial.serial_for_url(
-                self.url,
-                baudrate=self.baudrate,
-                timeout=POLL_S,
+                self.url, baudrate=self.baudrate, timeout=POLL_S,
                 write_timeout=self.write_timeout_s,
             )
         except (serial.SerialException, OSError, ValueError) as e:
@@ -39,7 +39,16 @@ class SerialLink:
                 fix="check the port in the device file's connection.port (and that no other "
                 "program holds it)",
             ) from e
-        self.log.debug("opened at %d baud", self.baudrate)
+        # Where the port has a descriptor (device nodes, ptys, socket://), wait on it with
+        # select and drain without blocking: one wake-up per burst, whatever its size. Other
+        # ports (rfc2217://) are polled.
+        try:
+            self._fd = int(self._port.fileno())
+            self._port.timeout = 0
+        except (AttributeError, OSError, ValueError, serial.SerialException):
+            self._fd = None
+        self.log.debug("opened at %d baud (%s)", self.baudrate,
+                       "select" if self._fd is not None else "polled")
         return self
 
     def _require(self) -> Any:
@@ -66,23 +75,31 @@ class SerialLink:
         import serial
 
         port = self._require()
-        deadline = time.monotonic() + timeout
         try:
-            while True:
-                waiting = port.in_waiting
-                if waiting:
-                    data: bytes = port.read(min(waiting, max_bytes))
-                    return data
-                first: bytes = port.read(1)  # blocks up to POLL_S
-                if first:
-                    more = port.in_waiting
-                    if more and max_bytes > 1:
-                        first += port.read(min(more, max_bytes - 1))
-                    return first
-                if time.monotonic() >= deadline:
-                    return b""
+            if self._fd is not None:
+                ready, _, _ = select.select([self._fd], [], [], max(0.0, timeout))
+                data: bytes = port.read(max_bytes) if ready else b""
+                return data
+            return self._polled_read(port, max_bytes, timeout)
         except (serial.SerialException, OSError) as e:
             raise TransportError(f"{self.url}: read failed: {e}") from e
+
+    @staticmethod
+    def _polled_read(port: Any, max_bytes: int, timeout: float) -> bytes:
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting = port.in_waiting
+            if waiting:
+                data: bytes = port.read(min(waiting, max_bytes))
+                return data
+            first: bytes = port.read(1)  # blocks up to POLL_S
+            if first:
+                more = port.in_waiting
+                if more and max_bytes > 1:
+                    first += port.read(min(more, max_bytes - 1))
+                return first
+            if time.monotonic() >= deadline:
+                return b""
 
     def close(self) -> None:
         port, self._port = self._port, None
