@@ -3,7 +3,9 @@ commands around it, and the flash step that runs only when a board's build id di
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,3 +169,24 @@ def test_a_flash_that_does_not_take_is_an_error_naming_both_builds(
     new = firmware.build_id_for(firmware.FirmwareConfig("host"))
     assert f"still reports build {old}, not {new}" in str(caught.value)
     assert not (state / "flashed").exists()
+
+
+def test_the_executorch_engine_compiles_for_cortex_m55(tmp_path: Path) -> None:
+    """No bare-metal ExecuTorch can be linked here, but the engine's source must be bare-metal
+    clean (no exceptions, RTTI or heap): compiled for the M55 against ExecuTorch's headers."""
+    if shutil.which("arm-none-eabi-g++") is None:
+        pytest.skip("needs gcc-arm-none-eabi and libstdc++-arm-none-eabi-newlib")
+    headers = firmware._executorch_root() / "include"
+    source = firmware.SOURCE_DIR / "src"
+    obj = tmp_path / "executorch_engine.o"
+    done = subprocess.run(
+        ["arm-none-eabi-g++", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-std=c++17",
+         "-O2", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra", "-Werror",
+         f"-I{headers}", f"-I{headers}/executorch/runtime/core/portable_type/c10",
+         "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DHIL_WITH_EXECUTORCH=1", f"-I{source}",
+         "-c", str(source / "engine" / "executorch_engine.cpp"), "-o", str(obj)],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    symbols = subprocess.run(["arm-none-eabi-nm", str(obj)], capture_output=True, text=True)
+    assert re.search(r" [RD] hil_executorch_engine$", symbols.stdout, re.M), symbols.stdout
