@@ -5,6 +5,17 @@ not the one built for this device file), the host runner on a pseudo-terminal (t
 board `vboard`), or the bare-metal runner in QEMU. Whatever it is, this class only opens the
 port URL the board gives and speaks the runner protocol over it.
 
+Device file, `connection` keys:
+
+    port: /dev/ttyACM0        a device node, a pty, socket://HOST:PORT, rfc2217://HOST:PORT
+    virtual: host-runner      or qemu-mps3-an547: a local stand-in instead of a port
+    baudrate: 115200
+    firmware: host            preset in firmware/CMakePresets.json, or {preset, defines}
+    flash: {command: [pyocd, flash, "{image}"]}   or {labgrid: {config, target, driver}}
+    reset_command: [...]      how to reset a real board after flashing
+    runner_args: [...]        extra arguments for a virtual board's runner
+    reply_timeout_s, bytes_per_s, run_timeout_s, retries    waits and repeats (LinkPolicy)
+
 Failures are classified for the session: a runner that died or faulted is a TargetCrash
 carrying its last log lines (the session starts it afresh for the next case); a runner that
 is alive but silent, or a link that fails, is an InfrastructureError (the target goes out of
