@@ -9,6 +9,10 @@ STAMP  := $(VENV)/.installed
 # Targets that need no hardware: they run on any machine once `make suites` has set it up.
 SUITE_TARGETS ?= host
 SUITE_ARGS    ?=
+REPORT_ARGS   ?=
+RESULTS_DIR   := .hil/results
+REPORT_DIR    := .hil/report
+ALLURE_DIR    := .hil/allure
 TEST_ARGS     ?=
 
 # Debian packages for the emulated targets (QEMU boards, the emulated Pi, the virtual lab)
@@ -20,8 +24,15 @@ APT_PROBES   := qemu-system-arm qemu-aarch64 arm-none-eabi-gcc aarch64-linux-gnu
 
 .PHONY: suites test setup system-deps lint bench clean
 
+# The suites end by writing the certification report (also when a case failed) and print its
+# path; the exit status stays pytest's. REPORT_ARGS="--baseline OLD/report.json" adds the changes.
 suites: setup
-	$(BIN)/pytest suites $(addprefix --target=,$(SUITE_TARGETS)) $(SUITE_ARGS)
+	status=0; $(BIN)/pytest suites $(addprefix --target=,$(SUITE_TARGETS)) \
+		--hil-results-dir=$(RESULTS_DIR) --alluredir=$(ALLURE_DIR) --clean-alluredir $(SUITE_ARGS) \
+		|| status=$$?; \
+	$(BIN)/hil report --results $(RESULTS_DIR) --out $(REPORT_DIR) $(REPORT_ARGS) \
+		|| { rc=$$?; [ $$status -ne 0 ] || status=$$rc; }; \
+	exit $$status
 
 test: setup
 	$(BIN)/pytest tests $(TEST_ARGS)

@@ -146,6 +146,7 @@ class RunRecorder:
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
+    @pytest.hookimpl(trylast=True)  # after the hil summary tables: the last thing to read
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.report_error is not None:
             terminalreporter.write_line(
@@ -154,7 +155,7 @@ class RunRecorder:
         elif self.written is not None:
             w = self.written
             terminalreporter.write_line(
-                f"hil report: {w.html_path} (report.json sha256 {w.digest[:16]}...)"
+                f"hil report: {w.html_path.resolve()} (report.json sha256 {w.digest[:16]}...)"
             )
 
 

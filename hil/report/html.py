@@ -22,6 +22,17 @@ log = logging.getLogger("hil.report.html")
 
 MAX_FAILURE_PLOTS = 40  # per report: keeps the page small when a whole sweep fails
 TOLERANCE_FLOOR = 1e-6  # an exact match still gets a visible bar on the log axis
+# Counters a reviewer looks for first; any others follow in name order.
+LEADING_COUNTERS = (
+    "npu_cycles",
+    "total_cycles",
+    "cycles_median",
+    "mac_utilization",
+    "delegated_fraction",
+    "sram_bytes",
+    "flash_bytes",
+    "dram_bytes",
+)
 
 
 def data_uri(payload: bytes, mime: str) -> str:
@@ -188,7 +199,8 @@ def counter_tables(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     tables = []
     for target, _ in columns(report["results"]):
         rows = [r for r in report["results"] if r["target"] == target and r["counters"]]
-        names = sorted({name for r in rows for name in r["counters"]})
+        found = {name for r in rows for name in r["counters"]}
+        names = [n for n in LEADING_COUNTERS if n in found] + sorted(found - set(LEADING_COUNTERS))
         if not names:
             continue
         tables.append(
@@ -219,6 +231,16 @@ def tool_table(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"runs": [run["run_id"] for run in runs], "lines": lines}
 
 
+def change(value: float) -> str:
+    """A relative change that stays readable when a median moves by orders of magnitude."""
+    text = f"{100 * value:+.1f} %"
+    if value <= -0.5:
+        return f"{text} ({1 / (1 + value):.1f}x faster)" if value > -1 else text
+    if value >= 1.0:
+        return f"{text} ({1 + value:.1f}x slower)"
+    return text
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("hil.report", "templates"),
@@ -234,6 +256,7 @@ def _environment() -> jinja2.Environment:
         timing=fmt.timing_label,
         timing_suffix=fmt.timing_suffix,
         anchor=anchor,
+        change=change,
         budget_us=_budget_us,
         statistic_us=_statistic_us,
         tolerance_used=_tolerance_used,

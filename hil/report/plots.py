@@ -23,6 +23,7 @@ PASS_COLOR = "#2e7d32"
 FAIL_COLOR = "#c62828"
 NEUTRAL_COLOR = "#546e7a"
 BUDGET_COLOR = "#d84315"
+LOG_SPAN = 30.0  # overview axes go logarithmic only when values span more than this factor
 
 
 def render(figure: Figure, fmt_name: str = "png") -> bytes:
@@ -66,7 +67,7 @@ def outputs_vs_reference(
         low = float(min(np.min(np.concatenate([r.ravel() for r in reference])), 0.0))
         high = float(max(np.max(np.concatenate([r.ravel() for r in reference])), 0.0))
         scatter.plot([low, high], [low, high], color=NEUTRAL_COLOR, linewidth=1, label="ideal")
-        histogram.hist(every, bins=60, color=NEUTRAL_COLOR)
+        histogram.hist(every, bins=int(min(60, max(10, every.size // 4))), color=NEUTRAL_COLOR)
         if max_abs is not None:
             for x in (-max_abs, max_abs):
                 histogram.axvline(x, color=BUDGET_COLOR, linestyle="--", linewidth=1)
@@ -152,8 +153,11 @@ def _overview(bars: Sequence[Bar], *, title: str, xlabel: str, log: bool) -> Fig
         if bar.limit is not None:
             axes.plot([bar.limit, bar.limit], [y - 0.4, y + 0.4], color=BUDGET_COLOR, linewidth=2)
     axes.set_yticks(ys, [b.label for b in bars], fontsize=7)
-    if log and any(v > 0 for v in values):
+    positive = [v for v in [*values, *(b.limit for b in bars if b.limit)] if v and v > 0]
+    if log and positive and max(positive) / min(positive) > LOG_SPAN:
         axes.set_xscale("log")
+    else:
+        axes.set_xlim(left=0)
     axes.set_xlabel(xlabel, fontsize=8)
     axes.set_title(title, fontsize=9)
     axes.grid(axis="x", alpha=0.3)
@@ -165,7 +169,7 @@ def latency_overview(bars: Sequence[Bar], *, target: str, timing: str) -> Figure
     return _overview(
         bars,
         title=f"{target}: latency vs budget, {fmt.timing_label(timing)}",
-        xlabel="microseconds (log scale); red tick: budget",
+        xlabel="microseconds; red tick: budget",
         log=True,
     )
 
@@ -175,7 +179,7 @@ def tolerance_overview(bars: Sequence[Bar], *, target: str) -> Figure:
     figure = _overview(
         bars,
         title=f"{target}: max |error| as a fraction of the tolerance",
-        xlabel="fraction of tolerance used (log scale); red tick: the limit (1.0)",
+        xlabel="fraction of the tolerance used; red tick: the limit (1.0)",
         log=True,
     )
     return figure

@@ -123,7 +123,10 @@ class Chromium:
             "sessionId"
         ]
         deadline = time.monotonic() + timeout
-        ready = "document.readyState === 'complete' && [...document.images].every(i => i.complete)"
+        ready = (  # the new tab starts on about:blank, which is "complete" at once
+            f"location.href === {json.dumps(url)} && document.readyState === 'complete'"
+            " && [...document.images].every(i => i.complete)"
+        )
         while not self.evaluate(session, ready):
             if time.monotonic() > deadline:
                 raise ChromiumError(f"{url} did not finish loading in {timeout} s")

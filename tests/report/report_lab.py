@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from hil.report.certify import write_report
+
 DEVICE = """
 name: {name}
 kind: host
@@ -106,6 +108,8 @@ class Runs:
     c: Path
     allure_a: Path
     allure_b: Path
+    report_a: Path  # report.json of run A, written by `write_report`
+    report_b: Path  # folder run B wrote with --hil-report, against report_a as its baseline
     project: Path
     commit: str
     exit_codes: tuple[int, int, int]
@@ -195,7 +199,68 @@ def run_lab(root: Path, cache: Path) -> Runs:
         project, "--target=host2", "-k", "relu or linear", f"--hil-results-dir={c}", *common
     )
     (suite / "test_lab_ops.py").write_text(_suite(NEXT))  # uncommitted: a dirty checkout
+    baseline = write_report([a], root / "report-a", title="release 1").json_path
     code_b = _run(
-        project, "--target=host", f"--hil-results-dir={b}", f"--alluredir={allure_b}", *common
+        project,
+        "--target=host",
+        f"--hil-results-dir={b}",
+        f"--alluredir={allure_b}",
+        f"--hil-report={root / 'report-b'}",
+        f"--hil-baseline={baseline}",
+        *common,
     )
-    return Runs(a, b, c, allure_a, allure_b, project, commit, (code_a, code_b, code_c))
+    return Runs(
+        a,
+        b,
+        c,
+        allure_a,
+        allure_b,
+        baseline,
+        root / "report-b",
+        project,
+        commit,
+        (code_a, code_b, code_c),
+    )
+
+
+NPU_SUITE = """
+import pytest, torch
+import hil
+
+
+def block():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3))
+
+
+@pytest.mark.hil_cases([hil.Case("conv_block", block, hil.seeded((1, 3, 16, 16)),
+                                 budget_ms={"u85-ref": 5.0})])
+def test_npu(hil_check):
+    hil_check()
+"""
+
+
+@dataclass(frozen=True)
+class NpuRun:
+    results: Path
+    allure: Path
+    exit_code: int
+
+
+def run_npu(root: Path, cache: Path, devices: Path) -> NpuRun:
+    """One small conv block on the Ethos-U85 stand-in (TOSA reference numerics, Vela estimate)."""
+    project = root / "checkout"
+    suite = project / "suites" / "models"
+    suite.mkdir(parents=True)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (suite / "test_lab_npu.py").write_text(NPU_SUITE)
+    results, allure = root / "results", root / "allure"
+    code = _run(
+        project,
+        "--target=u85-ref",
+        f"--hil-devices={devices}",
+        f"--hil-cache-dir={cache}",
+        f"--hil-results-dir={results}",
+        f"--alluredir={allure}",
+    )
+    return NpuRun(results, allure, code)

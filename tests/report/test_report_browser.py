@@ -1,0 +1,166 @@
+"""report.html as a reviewer sees it: opened in headless Chromium with no network."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import matplotlib.image
+import numpy as np
+import pytest
+from headless_chromium import Chromium, executable
+from report_lab import Runs
+
+from hil.report.certify import write_report
+
+REPO = Path(__file__).resolve().parents[2]
+# Screenshots are kept for people (CI uploads this folder); override with HIL_TEST_ARTIFACTS.
+ARTIFACTS = Path(os.environ.get("HIL_TEST_ARTIFACTS", REPO / ".hil" / "test-artifacts"))
+
+
+@pytest.fixture(scope="module")
+def page(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Run B's report merged with run A's lab errors and host2, against run A as baseline."""
+    binary = executable()
+    if binary is None:
+        pytest.skip("chromium is not installed: apt-get install chromium (make test does this)")
+    out = tmp_path_factory.mktemp("html")
+    written = write_report([runs.c, runs.b], out, baseline=runs.report_a, title="release 2")
+    report = json.loads(written.json_path.read_text())
+    with Chromium(binary, tmp_path_factory.mktemp("profile")) as browser:
+        session = browser.open(written.html_path.as_uri())
+        yield browser, session, report, written
+
+
+def js(page: Any, expression: str) -> Any:
+    browser, session, _, _ = page
+    return browser.evaluate(session, expression)
+
+
+def test_matrix_shows_every_case_against_every_target_and_backend(page: Any) -> None:
+    _, _, report, _ = page
+    heads = js(page, "[...document.querySelectorAll('#matrix th.target')].map(t => t.textContent)")
+    assert heads == ["host2", "host"]
+    recipes = js(
+        page, "[...document.querySelectorAll('#matrix th.recipe')].map(t => t.textContent)"
+    )
+    assert recipes == ["portable", "portable", "xnnpack-fp32", "xnnpack-int8"]
+    cases = js(page, "[...document.querySelectorAll('#matrix tbody tr')].map(r => r.dataset.case)")
+    assert cases == report["cases"]
+    cells = js(
+        page,
+        """Object.fromEntries([...document.querySelectorAll('#matrix td.cell')].map(td =>
+            [td.closest('tr').dataset.case + '/' + td.dataset.target + '/' + td.dataset.recipe,
+             [...td.querySelectorAll('.chip')].map(c => c.dataset.verdict + ':' + c.className)
+                .join(' ') || td.textContent.trim()]))""",
+    )
+    assert cells["relu/host2/portable"] == "PASS:chip pass"
+    assert cells["linear/host/xnnpack-int8"] == "MISMATCH:chip failure"
+    assert cells["broken/host/portable"] == "EXPORT FAILED:chip failure"
+    assert cells["drift/host/xnnpack-int8"] == "MISMATCH:chip expected"
+    assert cells["tight/host/portable"] == "PASS:chip pass"
+    assert cells["broken/host2/portable"] == "not run"
+    reason = js(
+        page, "document.querySelector('#matrix a[href=\"#r-linear-host-xnnpack-int8\"]').title"
+    )
+    assert "max_abs" in reason
+
+
+def test_plots_are_images_the_browser_decoded(page: Any) -> None:
+    images = js(
+        page,
+        """[...document.images].map(i => ({kind: i.closest('figure').dataset.kind,
+            width: i.naturalWidth, height: i.naturalHeight, shown: i.getBoundingClientRect().width,
+            src: i.src.slice(0, 22)}))""",
+    )
+    kinds = [i["kind"] for i in images]
+    assert kinds.count("latency") == 2 and kinds.count("error") == 2  # per target
+    assert "arrays" in kinds  # the int8 mismatch's outputs against the reference
+    for image in images:
+        assert image["width"] > 200 and image["height"] > 100 and image["shown"] > 200, image
+        assert image["src"].startswith("data:image/"), image
+
+
+def test_page_needs_no_network(page: Any) -> None:
+    fetched = js(
+        page,
+        "performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(n => !n.startsWith('data:'))",
+    )
+    assert fetched == []
+    links = js(
+        page,
+        "[...document.querySelectorAll('[src],[href]')].map(e => e.getAttribute('src') ||"
+        " e.getAttribute('href')).filter(u => !u.startsWith('data:') && !u.startsWith('#'))",
+    )
+    assert links == []
+
+
+def test_numbers_regression_and_provenance_are_on_the_page(page: Any, runs: Runs) -> None:
+    _, _, report, written = page
+    text = js(page, "document.body.innerText")
+    assert written.digest in text
+    row = js(page, "document.getElementById('r-linear-host-xnnpack-int8').innerText")
+    assert "MISMATCH" in row and "int8" in row and " us" in row
+    new = js(
+        page,
+        "[...document.querySelectorAll('table.changes[data-kind=failure] td')].map(t => t.textContent)",
+    )
+    assert new[:5] == ["linear", "host", "xnnpack-int8", "PASS", "MISMATCH"]
+    fixed = js(
+        page,
+        "[...document.querySelectorAll('table.changes[data-kind=pass] td')].map(t => t.textContent)",
+    )
+    assert fixed[:5] == ["tight", "host", "portable", "OVER BUDGET", "PASS"]
+    moved = js(page, "document.getElementById('latency-changes').innerText")
+    assert "heavy" in moved and "faster" in moved
+    runs_shown = js(
+        page, "[...document.querySelectorAll('#runs tr[data-run]')].map(r => r.dataset.run)"
+    )
+    assert runs_shown == [r["run_id"] for r in report["runs"]]
+    provenance = js(page, "document.getElementById('provenance').textContent")
+    assert runs.commit in provenance
+    assert "uncommitted changes" in provenance  # run B ran on an edited checkout
+    assert "suites/operators/test_lab_ops.py" in provenance
+    assert "torch" in provenance and "executorch" in provenance and "1.5.1" in provenance
+    assert "git checkout " + runs.commit in provenance
+
+
+def test_lab_errors_look_different_from_test_failures(runs: Runs, tmp_path: Path) -> None:
+    binary = executable()
+    if binary is None:
+        pytest.skip("chromium is not installed")
+    written = write_report([runs.a], tmp_path / "a")
+    with Chromium(binary, tmp_path / "profile") as browser:
+        session = browser.open(written.html_path.as_uri())
+        style = browser.evaluate(
+            session,
+            """Object.fromEntries(['failure', 'infrastructure'].map(c => {
+                const s = getComputedStyle(document.querySelector('#matrix .chip.' + c));
+                return [c, [s.backgroundImage, s.outlineStyle, s.backgroundColor]]; }))""",
+        )
+        assert style["failure"][0] == "none" and style["infrastructure"][0].startswith(
+            "repeating-linear-gradient"
+        )
+        assert style["infrastructure"][1] == "dashed" and style["failure"][1] == "none"
+        cards = browser.evaluate(
+            session,
+            "Object.fromEntries([...document.querySelectorAll('#summary .card')]"
+            ".map(c => [c.dataset.category, c.querySelector('b').textContent]))",
+        )
+        assert cards["infrastructure"] == "1" and cards["failure"] == "2"
+
+
+def test_screenshot_of_the_report_is_kept_and_shows_the_verdicts(page: Any, tmp_path: Path) -> None:
+    browser, session, _, _ = page
+    shot = browser.screenshot(session, tmp_path / "report.png")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, ARTIFACTS / "report-screenshot.png")
+    pixels = (matplotlib.image.imread(shot)[:, :, :3] * 255).round().astype(int)
+    assert pixels.shape[0] > 1500 and pixels.shape[1] >= 1000
+    for css in ("#2e7d32", "#c62828"):  # PASS green and failure red chips were painted
+        rgb = np.array([int(css[i : i + 2], 16) for i in (1, 3, 5)])
+        assert (np.abs(pixels - rgb).sum(axis=2) == 0).sum() > 50, css
