@@ -196,7 +196,7 @@ class FvpTarget(Target):
         try:
             return fn(*args)
         except TargetCrash as e:
-            raise self._crash(doing, e.message) from e
+            raise self._crash(doing, e.message.removeprefix(f"{self.spec.name}: ")) from e
         except InfrastructureError as e:
             raise self._classify(doing, e) from e
 
