@@ -70,6 +70,17 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """What each target needs on this machine, what is missing, and how to fix it."""
+    from hil.doctor import diagnose, render
+
+    registry = _registry(args)
+    specs = [registry.get(name) for name in args.target] if args.target else list(registry)
+    diagnoses = [diagnose(spec) for spec in specs]
+    print("\n".join(render(diagnoses)))
+    return 1 if args.strict and not all(d.ready for d in diagnoses) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hil", description=__doc__)
     parser.add_argument(
@@ -95,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("selftest", help="bring-up checks of a serial target's runner")
     check.add_argument("--target", required=True, help="device name, e.g. qemu-m55 or vboard")
     check.set_defaults(run=cmd_selftest)
+
+    doctor = commands.add_parser("doctor", help="what each target needs here, and the fixes")
+    doctor.add_argument("--target", action="append", help="only this target (repeatable)")
+    doctor.add_argument("--strict", action="store_true",
+                        help="exit 1 when a target is not ready (for CI)")
+    doctor.set_defaults(run=cmd_doctor)
 
     report_command.add_parser(commands)
     return parser

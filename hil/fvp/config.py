@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from hil import firmware
 from hil.devices import DeviceSpec
 from hil.errors import DeviceSpecError
 from hil.fvp.platforms import PLATFORMS, FvpPlatform, npu_macs
@@ -194,3 +195,13 @@ def managed_params(platform: FvpPlatform) -> frozenset[str]:
             platform.semihosting("cwd"),
         }
     )
+
+
+def runner_firmware(spec: DeviceSpec, config: FvpConfig) -> firmware.FirmwareConfig:
+    """The runner an FVP device runs: connection.firmware (default: the platform's preset), as
+    `hil firmware build` makes it; the echo engine builds without ExecuTorch."""
+    built = firmware.firmware_config(spec, config.platform.firmware_preset)
+    if config.engine != "echo":
+        return built
+    defines = {**built.defines, "HIL_ENGINE_EXECUTORCH": "OFF"}
+    return firmware.FirmwareConfig(built.preset, MappingProxyType(defines))

@@ -46,7 +46,8 @@ class FvpPlatform:
         return f"{self.cpu}.semihosting-{what}"
 
     def describe(self) -> str:
-        return f"{self.name} FVP ({self.binary}, {self.cpu_name} + {self.npu_family.upper()})"
+        npu = self.npu_family.replace("ethos-u", "Ethos-U")
+        return f"{self.name} FVP ({self.binary}, {self.cpu_name} + {npu})"
 
 
 PLATFORMS: Mapping[str, FvpPlatform] = MappingProxyType(

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 from hil import firmware
@@ -37,7 +36,7 @@ from hil.devices import TimingPolicy
 from hil.errors import CaseError, InfrastructureError, TargetCrash, TargetUnavailable
 from hil.fvp import locate, output, pmu
 from hil.fvp.command import build_command
-from hil.fvp.config import FvpConfig, fvp_config
+from hil.fvp.config import FvpConfig, fvp_config, runner_firmware
 from hil.fvp.errors import FvpExited, FvpLicenceError, FvpTimeLimit
 from hil.fvp.process import FvpProcess
 from hil.protocol import messages as m
@@ -90,12 +89,8 @@ class FvpTarget(Target):
     def _firmware_config(self) -> firmware.FirmwareConfig:
         """The runner of connection.firmware (what `hil firmware build` makes too); the
         ExecuTorch install it links is checked first, so a missing one is a clear skip."""
-        config = firmware.firmware_config(self.spec, self._config.platform.firmware_preset)
         locate.executorch_install(self._config)
-        if self._config.engine == "echo":
-            defines = {**config.defines, "HIL_ENGINE_EXECUTORCH": "OFF"}
-            return firmware.FirmwareConfig(config.preset, MappingProxyType(defines))
-        return config
+        return runner_firmware(self.spec, self._config)
 
     def _boot(self) -> None:
         """Start an FVP on the runner and handshake with it."""

@@ -1,0 +1,114 @@
+"""Checks shared by several target kinds: tools on PATH, Python packages, the runner build."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+from hil import firmware
+from hil.devices import DeviceSpec
+from hil.doctor import MISSING, NOTE, OK, Finding, finding_from
+from hil.errors import TargetUnavailable
+
+
+def tool(name: str, fix: str, *, what: str | None = None, blocking: bool = True) -> Finding:
+    path = shutil.which(name)
+    if path is not None:
+        return Finding(what or name, OK, path)
+    error = TargetUnavailable(f"{name} is not installed (not on PATH)", fix=fix)
+    return Finding(what or name, MISSING, error.message, fix, error if blocking else None)
+
+
+def compiler(name: str) -> Finding:
+    """A toolchain that builds a runner, by the version line it prints."""
+
+    def probe() -> str:
+        path = shutil.which(name)
+        if path is None:
+            raise TargetUnavailable(f"the compiler {name} is not installed",
+                                    fix=firmware.INSTALL_HINT.get(name, f"install {name}"))
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+        return (done.stdout.splitlines() or [path])[0]
+
+    return finding_from(f"toolchain {name}", probe)
+
+
+def runner_build(config: firmware.FirmwareConfig, target: str) -> Finding:
+    """Whether the runner this device uses is built already (it is built on first use)."""
+    what = f"runner ({config.preset})"
+    try:
+        digest = firmware.config_hash(config)
+    except TargetUnavailable as e:
+        return Finding(what, NOTE, f"cannot tell without the toolchain: {e.message}")
+    record = firmware.default_firmware_dir().resolve() / digest / "runner.json"
+    build_id = f"{config.preset}-{digest[:16]}"
+    if record.exists():
+        return Finding(what, OK, f"{build_id} built in {record.parent}")
+    return Finding(
+        what, NOTE, f"{build_id} not built yet: the first run builds it",
+        fix=f"hil firmware build --target {target} (to build it now)",
+    )
+
+
+def package(module: str, distribution: str, fix: str) -> Finding:
+    if importlib.util.find_spec(module) is None:
+        error = TargetUnavailable(f"Python package {distribution} is not installed", fix=fix)
+        return Finding(distribution, MISSING, error.message, fix, error)
+    try:
+        version = importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        version = "installed"
+    return Finding(distribution, OK, version)
+
+
+def check_executorch(spec: DeviceSpec) -> Iterator[Finding]:
+    yield package("executorch", "executorch", "pip install executorch==1.5.1 (make setup does)")
+
+
+def check_tosa(spec: DeviceSpec) -> Iterator[Finding]:
+    fix = "pip install 'executorch[ethos-u]==1.5.1' (brings tosa-tools and ethos-u-vela)"
+    yield package("tosa_reference_model", "tosa-tools", fix)
+    yield package("ethosu", "ethos-u-vela", fix)
+
+
+def check_serial(spec: DeviceSpec) -> Iterator[Finding]:
+    """Serial targets: a virtual board needs its emulator and toolchain; a real one its port."""
+    virtual = spec.connection.get("virtual")
+    if virtual == "qemu-mps3-an547":
+        yield tool("qemu-system-arm", "apt-get install qemu-system-arm")
+        config = firmware.firmware_config(spec, "cortex-m55")
+        yield _bare_metal_engine(config)
+    elif virtual == "host-runner":
+        config = firmware.firmware_config(spec, "host")
+    else:
+        port = str(spec.connection.get("port", ""))
+        exists = not port.startswith("/") or os.path.exists(port)
+        yield Finding("port", OK if exists else MISSING, port or "(none)",
+                      None if exists else "connect the board, or fix connection.port")  # fmt: skip
+        yield Finding("board", NOTE, "reached only when a run provisions it")
+        return
+    yield compiler(config.compiler)
+    yield runner_build(config, spec.name)
+
+
+def check_ssh(spec: DeviceSpec) -> Iterator[Finding]:
+    yield tool("ssh", "apt-get install openssh-client", what="ssh client")
+    yield Finding("host", NOTE, "reached only when a run provisions it")
+
+
+def _bare_metal_engine(config: firmware.FirmwareConfig) -> Finding:
+    """A bare-metal runner without EXECUTORCH_ROOT gets the echo engine: no model runs on it."""
+    if config.defines.get("HIL_ENGINE_EXECUTORCH") == "OFF" or os.environ.get("EXECUTORCH_ROOT"):
+        return Finding("runner engine", OK, "as configured")
+    fix = ("build ExecuTorch for the Cortex-M and export EXECUTORCH_ROOT=<install prefix> "
+           "(firmware/README.md)")  # fmt: skip
+    error = TargetUnavailable(
+        f"EXECUTORCH_ROOT is not set: the {config.preset} runner gets the echo engine, which "
+        "runs no model (hil selftest works)",
+        fix=fix,
+    )
+    return Finding("runner engine", MISSING, error.message, fix, error)

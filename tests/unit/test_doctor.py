@@ -1,0 +1,87 @@
+"""`hil doctor`: per device, what is here and what is missing with the fix; for FVP targets the
+verdict is, word for word, the reason pytest skips with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fakes.fvp import install
+
+from hil import cli
+from hil.devices import DeviceRegistry, parse_device
+from hil.doctor import MISSING, NOTE, OK, diagnose, render
+from hil.errors import TargetUnavailable
+from hil.session import Session
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.fixture
+def no_fvp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("HIL_FVP_DIR", raising=False)
+    monkeypatch.delenv("EXECUTORCH_ROOT", raising=False)
+    monkeypatch.setenv("HIL_FIRMWARE_DIR", str(tmp_path / "firmware"))
+
+
+def by_what(diagnosis: Any) -> dict[str, Any]:
+    return {f.what: f for f in diagnosis.findings}
+
+
+def test_missing_fvp_verdict_is_the_skip_reason(no_fvp: None, repo_devices: DeviceRegistry,
+                                                tmp_path: Path) -> None:  # fmt: skip
+    spec = repo_devices.get("fvp-u85")
+    diagnosis = diagnose(spec)
+    found = by_what(diagnosis)
+    assert found["device file"].status == OK and "num_macs 256" in found["device file"].detail
+    assert found["FVP binary"].status == MISSING
+    assert "--i-agree-to-the-contained-eula" in (found["FVP binary"].fix or "")
+    assert found["ExecuTorch for the CPU"].status == MISSING  # listed too, with its own fix
+    assert found["runner (corstone-320)"].status == NOTE
+    with (
+        Session(devices=repo_devices, cache_dir=tmp_path / "c", results_dir=tmp_path) as s,
+        pytest.raises(TargetUnavailable) as caught,
+    ):
+        s.target("fvp-u85")
+    # the plugin skips with f"target {name} unavailable: {error}"; the doctor says the same
+    assert diagnosis.verdict() == f"skipped by pytest: target fvp-u85 unavailable: {caught.value.message}"
+    text = "\n".join(render([diagnosis]))
+    assert "  missing  FVP binary" in text and "fix: install the Arm Corstone-320" in text
+    assert text.endswith("0 of 1 targets ready on this machine")
+
+
+def test_fvp_with_the_fake_binary_is_ready_with_its_version(
+    no_fvp: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", f"{install(tmp_path / 'bin')}:/usr/bin:/bin")
+    data = yaml.safe_load((REPO / "devices" / "fvp-u55.yaml").read_text())
+    data["connection"]["engine"] = "echo"
+    found = by_what(diagnose(parse_device(data, tmp_path / "fvp-u55.yaml")))
+    assert found["FVP binary"].status == OK
+    assert found["FVP binary"].detail.endswith("Fast Models 0.0.0 (hil fake FVP)")
+    assert found["ExecuTorch for the CPU"].status == NOTE  # not needed by the echo engine
+    assert all(f.blocking is None for f in found.values())
+
+
+def test_macs_disagreement_is_an_error_verdict(tmp_path: Path) -> None:
+    data = yaml.safe_load((REPO / "devices" / "fvp-u55.yaml").read_text())
+    data["connection"]["num_macs"] = 256
+    diagnosis = diagnose(parse_device(data, tmp_path / "fvp-u55.yaml"))
+    assert diagnosis.findings[0].status == MISSING
+    assert diagnosis.verdict().startswith("error in pytest: target fvp-u55: ")
+    assert "num_macs is 256" in diagnosis.verdict()
+
+
+def test_cli_doctor_exit_code_is_strict_only_on_request(
+    no_fvp: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "fvp-u55"]) == 0
+    out = capsys.readouterr().out
+    assert "fvp-u55 (fvp)" in out and "=> skipped by pytest: target fvp-u55 unavailable" in out
+    assert cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "fvp-u55",
+                     "--strict"]) == 1  # fmt: skip
+    assert cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "host",
+                     "--strict"]) == 0  # fmt: skip
