@@ -168,6 +168,16 @@ class SshTarget(Target):
     def emulator(self) -> EmulatedPi | None:
         return self._emulator
 
+    @property
+    def remote(self) -> RemoteTree:
+        """The device's hil folder (the bench times its copies)."""
+        return self._tree
+
+    @property
+    def client(self) -> RunnerClient:
+        """The runner protocol client (diagnostics and the bench)."""
+        return self._client
+
     def remote_runner_pid(self) -> int | None:
         """The runner's process id on the device (fault tests kill it)."""
         done = self._connection.run(f"cat {quote(self._pid_file)}")
@@ -273,8 +283,9 @@ class SshTarget(Target):
             return Deployment(sha, handle=pte, bytes_sent=0)
         size = pte.stat().st_size
         sent = 0
-        if not self._call("checking the device's copy", self._tree.has_model, sha, size):
-            sent = self._call("copying the model", self._tree.put_model, pte, sha)
+        held, free = self._call("checking the device's copy", self._tree.model_state, sha, size)
+        if not held:
+            sent = self._call("copying the model", self._tree.put_model, pte, sha, free)
         path = self._tree.model_path(sha)
         try:
             outcome = self._call(f"loading {path}", load_file, self._client, path, sha, size)

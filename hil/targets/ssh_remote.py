@@ -97,11 +97,14 @@ class RemoteTree:
         )
 
     def prepare(self) -> None:
-        """Create the folders, make sure they are writable; learn the absolute path."""
+        """Create the folders, make sure they are writable, keep only the newest KEEP_MODELS
+        models (the device's disk is not endless); learn the absolute path."""
         d = quote(self.remote_dir)
         done = self.connection.run(
             f"mkdir -p {d}/runner {d}/models && cd {d} && "
-            "probe=.hil-write-test.$$ && : > \"$probe\" && rm -f \"$probe\" && pwd -P"
+            "probe=.hil-write-test.$$ && : > \"$probe\" && rm -f \"$probe\" && "
+            f"(cd models && ls -t -- *.pte 2>/dev/null | tail -n +{KEEP_MODELS + 1} "
+            "| xargs -r rm -f --; rm -f -- *.part) && pwd -P"
         )
         if done.returncode != 0:
             raise self._fail(f"cannot use the folder {self.remote_dir}", _words(done.stderr))
@@ -142,29 +145,41 @@ class RemoteTree:
         self.log.info("copied %d runner file(s), %d bytes", len(stale), sum(f.size for f in stale))
         return sum(f.size for f in stale)
 
-    # -- models -------------------------------------------------------------------------------
+    # -- models: SFTP only (no remote shell on the deploy path) ---------------------------------
 
-    def has_model(self, sha256: str, size: int) -> bool:
-        """Whether the device has this model's file (its use is noted, for pruning)."""
-        path = quote(self.model_path(sha256))
-        done = self.connection.run(
-            f"test \"$(stat -c %s {path} 2>/dev/null)\" = {size} && touch {path} && echo held"
-        )
-        return done.stdout.strip() == b"held"
+    def model_state(self, sha256: str, size: int) -> tuple[bool, int | None]:
+        """(whether the device has this model's file with its size, free bytes there)."""
+        path = self.model_path(sha256)
+        done = self.connection.sftp_batch(
+            [f"-ls -ln {sftp_quote(path)}", f"df {sftp_quote(self.root + '/models')}"],
+            timeout=60)
+        held = any(line.endswith(" " + path) and _field(line, 4) == str(size)
+                   for line in done.out.splitlines())
+        return held, _sftp_free(done.out)
 
-    def put_model(self, local: Path, sha256: str) -> int:
+    def put_model(self, local: Path, sha256: str, free: int | None = None) -> int:
+        """Copy the model's file to the device (a .part, then renamed over); its size."""
         size = local.stat().st_size
-        self._put([(local, self.model_path(sha256))], size, f"the model {local.name}")
-        self._prune()
+        path = self.model_path(sha256)
+        if free is not None and free < size:
+            raise self._fail(f"no room for the model {local.name} ({size} bytes)",
+                             f"the disk holding {self.root} has {free} bytes free (disk full)")
+        part = path + ".part"
+        done = self.connection.sftp_batch(
+            [f"put {sftp_quote(str(local))} {sftp_quote(part)}",
+             f"rename {sftp_quote(part)} {sftp_quote(path)}"],
+            timeout=120.0 + size / 2e6)  # even a 2 MB/s link finishes in time
+        if not done.ok:
+            after = self.connection.sftp_batch(
+                [f"-rm {sftp_quote(part)}", f"df {sftp_quote(self.root + '/models')}"], timeout=60)
+            room = _sftp_free(after.out)
+            detail = _sftp_words(done.error) + (f"; {room} bytes free on that disk"
+                                                if room is not None else "")
+            raise self._fail(f"copying the model {local.name} ({size} bytes) failed", detail)
         return size
 
     def forget_model(self, sha256: str) -> None:
-        self.connection.run(f"rm -f {quote(self.model_path(sha256))}")
-
-    def _prune(self) -> None:
-        models = quote(f"{self.root}/models")
-        self.connection.run(f"cd {models} && ls -t -- *.pte 2>/dev/null "
-                            f"| tail -n +{KEEP_MODELS + 1} | xargs -r rm -f --")
+        self.connection.sftp_batch([f"-rm {sftp_quote(self.model_path(sha256))}"], timeout=60)
 
     # -- copying ------------------------------------------------------------------------------
 
@@ -178,19 +193,35 @@ class RemoteTree:
             )
         batch = [f"put {sftp_quote(str(local))} {sftp_quote(remote + '.part')}"
                  for local, remote in copies]
-        timeout = 120.0 + total / 2e6  # even a 2 MB/s link finishes in time
-        ok, error = self.connection.sftp_batch(batch, timeout=timeout)
-        if ok:
+        timeout = 120.0 + total / 2e6
+        done = self.connection.sftp_batch(batch, timeout=timeout)
+        error = done.error
+        if done.ok:
             renames = " && ".join(f"mv -f {quote(r + '.part')} {quote(r)}" for _, r in copies)
-            done = self.connection.run(renames + (f" && {after}" if after else ""))
-            if done.returncode == 0:
+            finished = self.connection.run(renames + (f" && {after}" if after else ""))
+            if finished.returncode == 0:
                 return
-            error = _words(done.stderr)
+            error = _words(finished.stderr)
         self.connection.run("rm -f " + " ".join(quote(r + ".part") for _, r in copies))
         free = self.free_bytes()
         room = f"; {free} bytes free on that disk" if free is not None else ""
         raise self._fail(f"copying {what} ({total} bytes) failed",
                          f"{_sftp_words(error)}{room}")
+
+
+def _field(line: str, index: int) -> str:
+    fields = line.split()
+    return fields[index] if len(fields) > index else ""
+
+
+def _sftp_free(out: str) -> int | None:
+    """Free bytes from sftp's `df` (KiB columns: Size Used Avail (root) %Capacity)."""
+    lines = out.splitlines()
+    for at, line in enumerate(lines[:-1]):
+        if "Avail" in line and "Size" in line:
+            value = _field(lines[at + 1], 2)
+            return int(value) * 1024 if value.isdigit() else None
+    return None
 
 
 def _words(stderr: bytes) -> str:

@@ -258,8 +258,8 @@ class SshConnection:
                                 stdout=subprocess.PIPE, stderr=stderr, bufsize=0,  # type: ignore[arg-type]
                                 start_new_session=True)
 
-    def sftp_batch(self, commands: Sequence[str], *, timeout: float) -> tuple[bool, str]:
-        """Run sftp batch commands; (succeeded, sftp's error text)."""
+    def sftp_batch(self, commands: Sequence[str], *, timeout: float) -> SftpResult:
+        """Run sftp batch commands (a leading `-` lets one fail without stopping the rest)."""
         script = "\n".join(commands) + "\n"
         try:
             done = subprocess.run(self.sftp_command("-b", "-", "-R", "128", "-B", "131072"),
@@ -269,8 +269,15 @@ class SshConnection:
                 f"{self.name}: an SFTP transfer to {self.endpoint.host} took over {timeout:.0f} s"
             ) from e
         self._require_alive(done.returncode)
-        return done.returncode == 0, done.stderr.decode(errors="replace").strip()
+        return SftpResult(done.returncode == 0, done.stdout.decode(errors="replace"),
+                          done.stderr.decode(errors="replace").strip())
 
+
+@dataclass(frozen=True)
+class SftpResult:
+    ok: bool
+    out: str
+    error: str
 
 def quote(text: str) -> str:
     return shlex.quote(text)
