@@ -6,8 +6,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# Targets that need no hardware: they run on any machine once `make suites` has set it up.
-SUITE_TARGETS ?= host
+# Targets that need no hardware run on any machine once `make suites` has set it up; the FVP
+# targets run where an Arm Corstone FVP is installed and skip with the install steps elsewhere.
+SUITE_TARGETS ?= host fvp-u55 fvp-u85
 SUITE_ARGS    ?=
 REPORT_ARGS   ?=
 RESULTS_DIR   := .hil/results
