@@ -166,6 +166,31 @@ def test_npu_cycle_budget_is_judged_with_fake_fvp(open_session: Opener) -> None:
     assert "npu_cycles" in str(result.budget_breaches[0])
 
 
+def test_fast_mode_cycles_are_kept_apart_and_not_judged_with_fake_fvp(
+    open_session: Opener,
+) -> None:
+    session = open_session("fvp-u55-echo", mode="fast")
+    tight = hil.Case("relu_non_negative", torch.nn.ReLU, non_negative,
+                     counter_budgets={"npu_cycles": {"*": 10}})  # fmt: skip
+    result = session.check(tight, "fvp-u55-echo")
+    assert "npu_cycles" not in result.counters and result.counters["npu_cycles_fast"] > 0
+    assert result.verdict == "PASS"  # Arm's --fast NPU model: its cycle counts are not judged
+    target = fvp_target(session, "fvp-u55-echo")
+    assert target.fvp is not None
+    assert "ethosu.extra_args=--fast" in target.fvp.command.argv
+
+
+def test_fvp_is_replaced_before_its_time_limit_with_fake_fvp(open_session: Opener) -> None:
+    session = open_session("fvp-u55-echo", time_limit_s=600)
+    assert session.check(IDENTITY, "fvp-u55-echo").verdict == "PASS"
+    target = fvp_target(session, "fvp-u55-echo")
+    assert target.fvp is not None
+    old = target.fvp.pid
+    target._started -= 0.8 * 600  # as if the FVP had used most of its --timelimit
+    assert session.check(IDENTITY, "fvp-u55-echo").verdict == "PASS"
+    assert target.fvp is not None and target.fvp.pid != old  # a fresh FVP, no error
+
+
 def test_hard_fault_is_a_target_crash_with_fake_fvp(open_session: Opener) -> None:
     session = open_session("fvp-u55-echo")
     target = fvp_target(session, "fvp-u55-echo")

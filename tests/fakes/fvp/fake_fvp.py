@@ -67,6 +67,13 @@ def known_params(p: Platform) -> list[str]:
     ]
 
 
+def _die_with_parent() -> None:
+    """QEMU must not outlive the fake FVP, whatever kills it (Linux: PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+
+
 class Refused(Exception):
     """The command line is one the FVP would not start with."""
 
@@ -181,7 +188,7 @@ class Simulation:
             argv += ["-chardev", "stdio,id=semihosting,signal=off", "-semihosting-config", config]
         self.qemu_log = tempfile.TemporaryFile()  # noqa: SIM115 - QEMU writes it all run long
         self.qemu = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=sys.stdout,
-                                     stderr=self.qemu_log)  # fmt: skip
+                                     stderr=self.qemu_log, preexec_fn=_die_with_parent)  # fmt: skip
         link = self._connect(qemu_port)
         terminal = f"{b}.telnetterminal0"
         listener = socket.socket()
