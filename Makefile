@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 # Targets that need no hardware run on any machine once `make suites` has set it up; the FVP
 # targets run where an Arm Corstone FVP is installed and skip with the install steps elsewhere.
-SUITE_TARGETS ?= host fvp-u55 fvp-u85
+SUITE_TARGETS ?= host fvp-u55 fvp-u85 pi5-emu
 SUITE_ARGS    ?=
 REPORT_ARGS   ?=
 RESULTS_DIR   := .hil/results
@@ -70,6 +70,7 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/cold_warm.py
+	$(BIN)/python bench/ssh_deploy.py
 
 clean:
 	rm -rf .hil build

@@ -49,8 +49,12 @@ def _latency(record: Record, field: str) -> str:
     latency = record.get("latency")
     if not latency:
         return "-"
-    text = fmt_us(latency[field])
-    return text + (" (est)" if latency.get("timing") == "estimated" else "")
+    return fmt_us(latency[field]) + _timing_mark(latency)
+
+
+def _timing_mark(latency: Mapping[str, Any]) -> str:
+    """Estimated and emulated times never pass for measurements on silicon."""
+    return {"estimated": " (est)", "emulated": " (emu)"}.get(latency.get("timing") or "", "")
 
 
 def _budget(record: Record) -> str:
@@ -110,7 +114,10 @@ def backend_latency_table(records: Sequence[Record]) -> list[str]:
         rows.append(
             [case, fmt_us(eager["median_us"]) if eager else "-"]
             + [
-                fmt_us(per_recipe[x]["latency"]["median_us"]) if x in per_recipe else "-"
+                fmt_us(per_recipe[x]["latency"]["median_us"])
+                + _timing_mark(per_recipe[x]["latency"])
+                if x in per_recipe
+                else "-"
                 for x in recipes
             ]
         )
@@ -127,7 +134,9 @@ def render(records: Sequence[Record]) -> list[str]:
         targets.setdefault(r["target"], []).append(r)
     for target, rows in targets.items():
         passed = sum(r["verdict"] == "PASS" for r in rows)
-        lines.append(f"target {target}: {passed}/{len(rows)} passed")
+        emulated = any((r.get("latency") or {}).get("timing") == "emulated" for r in rows)
+        note = " (latency emulated: QEMU's time, not the device's)" if emulated else ""
+        lines.append(f"target {target}: {passed}/{len(rows)} passed{note}")
         lines.extend(results_table(rows))
         latency = backend_latency_table(rows)
         if latency:

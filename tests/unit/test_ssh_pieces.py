@@ -109,3 +109,16 @@ def test_a_refused_login_and_an_unreachable_host_say_so(tmp_path: Path) -> None:
         "debug1: Connecting to 10.1.2.3 port 2222.\n"
         "ssh: connect to host 10.1.2.3 port 2222: Connection refused\n")
     assert "Connection refused" in refused.message and "pi@10.1.2.3:2222" in refused.message
+
+
+def test_the_summary_labels_emulated_latency_everywhere() -> None:
+    from hil.report.summary import render
+
+    latency = {"median_us": 1500.0, "p90_us": 2000.0, "timing": "emulated"}
+    records = [{"target": "pi5-emu", "case": "c", "recipe": r, "verdict": "PASS",
+                "metrics": {}, "latency": latency, "eager_latency": {"median_us": 10.0}}
+               for r in ("xnnpack-fp32", "portable")]
+    lines = render(records)
+    assert "latency emulated" in lines[0]
+    latency_rows = [line for line in lines if line.startswith("c ")]
+    assert latency_rows and all(line.count("(emu)") >= 2 for line in latency_rows)
