@@ -3,7 +3,8 @@
 The runner for a Raspberry Pi is cross-built against the aarch64 wheel of the same executorch
 version this venv runs (its `include/`, `lib/*.so` and CMake package; XNNPACK, the optimized
 and quantized kernels and the threadpool included). The wheel is fetched once with pip from
-PyPI at set-up/build time, never at test time, and unpacked under the firmware folder.
+PyPI by a set-up step (`make setup`, `hil firmware build`), never at test time, and unpacked
+under the firmware folder.
 
 A bundle is what goes to the Pi: the runner and exactly the wheel libraries it needs (found
 from the ELF files' DT_NEEDED entries), side by side, so the runner's `$ORIGIN` RUNPATH finds
@@ -53,18 +54,30 @@ class RunnerBundle:
         return "hil-runner"
 
 
-def sdk_dir(firmware_dir: Path) -> Path:
+def sdk_dir() -> Path:
+    """Where the unpacked aarch64 package lives (beside the firmware builds, shared by all)."""
+    from hil.firmware import default_firmware_dir
+
     version = importlib.metadata.version("executorch")
-    return firmware_dir.resolve() / "sdk" / f"executorch-{version}-aarch64"
+    return default_firmware_dir().resolve() / "sdk" / f"executorch-{version}-aarch64"
 
 
-def executorch_root(firmware_dir: Path) -> Path:
-    """The unpacked aarch64 package folder (EXECUTORCH_ROOT of the linux-aarch64 preset);
-    fetched with pip on first use."""
-    folder = sdk_dir(firmware_dir)
+def executorch_root(*, fetch: bool = False) -> Path:
+    """The unpacked aarch64 package folder (EXECUTORCH_ROOT of the linux-aarch64 preset).
+
+    Only set-up steps fetch (`make setup`, `hil firmware build`, `python -m hil.aarch64_sdk`):
+    a test run never downloads, it reports the target unavailable with that fix instead."""
+    folder = sdk_dir()
     root = folder / "executorch"
     if (root / "share" / "cmake" / "executorch-config.cmake").exists():
         return root
+    if not fetch:
+        raise TargetUnavailable(
+            f"the aarch64 executorch SDK is not set up ({folder} is missing)",
+            fix="run the set-up once (make setup, or .venv/bin/python -m hil.aarch64_sdk, or "
+            ".venv/bin/hil firmware build --target pi5-emu): it fetches the aarch64 executorch "
+            "wheel from PyPI",
+        )
     folder.parent.mkdir(parents=True, exist_ok=True)
     with (folder.parent / f"{folder.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -167,4 +180,9 @@ def runner_bundle(binary: Path) -> RunnerBundle:
         existing = read_bundle(folder)
         if existing is not None:
             return existing
-        return make_bundle(binary, executorch_root(binary.parent.parent.parent), folder)
+        return make_bundle(binary, executorch_root(), folder)
+
+
+if __name__ == "__main__":  # the set-up step: `python -m hil.aarch64_sdk` fetches it once
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    print(executorch_root(fetch=True))

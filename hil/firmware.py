@@ -203,7 +203,7 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
         if config.preset == "linux-aarch64" and linked:  # the aarch64 wheel of this version
             from hil.aarch64_sdk import executorch_root
 
-            defines.setdefault("EXECUTORCH_ROOT", str(executorch_root(folder.parent)))
+            defines.setdefault("EXECUTORCH_ROOT", str(executorch_root()))
         build_dir = folder / "build"
         command = [_cmake(), "-S", str(SOURCE_DIR), "--preset", config.preset, "-B", str(build_dir)]
         if shutil.which("ninja") is None:
@@ -228,12 +228,13 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
 def build_firmware(spec: DeviceSpec, force: bool = False) -> Path:
     """`hil firmware build --target NAME`: the built runner's path (for a Linux board, the
     folder with the runner and the libraries it is shipped with)."""
-    built = build(firmware_config(spec, _default_preset(spec)), force=force)
-    if built.config.preset == "linux-aarch64":
-        from hil.aarch64_sdk import runner_bundle
+    config = firmware_config(spec, _default_preset(spec))
+    if config.preset != "linux-aarch64":
+        return build(config, force=force).binary
+    from hil.aarch64_sdk import executorch_root, runner_bundle
 
-        return runner_bundle(built.binary).folder
-    return built.binary
+    executorch_root(fetch=True)  # a set-up step: the aarch64 wheel is fetched here, once
+    return runner_bundle(build(config, force=force).binary).folder
 
 
 def _default_preset(spec: DeviceSpec) -> str:

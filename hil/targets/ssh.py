@@ -19,6 +19,7 @@ Failures, as the session needs them:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Callable
@@ -78,6 +79,10 @@ class SshTarget(Target):
             self._endpoint = real_endpoint(self.spec, self._settings)
         built = firmware.build(firmware.firmware_config(self.spec, "linux-aarch64"))
         self._bundle, self._build_id = runner_bundle(built.binary), built.build_id
+        emulator = self._settings.runner_prefix[:1]
+        if self._emulator is not None and emulator and shutil.which(emulator[0]) is None:
+            raise TargetUnavailable(f"{self.spec.name}: {emulator[0]} is not installed",
+                                    fix="apt-get install qemu-user (make setup does it)")
         try:
             if self._emulator is not None:
                 self._endpoint = self._emulator.start()

@@ -39,8 +39,9 @@ CHANGED_FIX = ("do not connect until you know why it changed. If the device was 
                "{known_hosts}`")
 
 
-class HostKeyRefused(TargetUnavailable):
-    """The host offered a key that the known-hosts file does not vouch for."""
+class HostKeyRefused(TransportError):
+    """The host offered a key that the known-hosts file does not vouch for. An error, not a
+    skip: the device is there, and talking to it may not be safe."""
 
     def __init__(self, message: str, *, fix: str, fingerprint: str | None) -> None:
         super().__init__(message, fix=fix)

@@ -84,7 +84,7 @@ def test_an_unknown_host_key_is_refused_never_learned(
     assert empty.read_text() == ""
 
 
-def test_a_real_device_file_with_a_wrong_key_is_unavailable(
+def test_a_real_device_file_with_a_wrong_key_is_an_error_not_a_skip(
         pi: tuple[EmulatedPi, SshEndpoint], tmp_path: Path) -> None:
     """The real-Pi path (host/user/identity/known_hosts from the device file) refuses too,
     and no secret reaches the message or the logs."""
@@ -101,9 +101,9 @@ def test_a_real_device_file_with_a_wrong_key_is_unavailable(
     (devices / "rackpi.yaml").write_text(yaml.safe_dump(spec))
     session = Session(devices=DeviceRegistry.from_dirs([devices]),
                       results_dir=tmp_path / "results")
-    with session, pytest.raises(TargetUnavailable) as refused:
+    with session, pytest.raises(HostKeyRefused) as refused:
         session.target("rackpi")
-    assert isinstance(refused.value, HostKeyRefused)
+    assert not isinstance(refused.value, TargetUnavailable)  # the plugin errors, never skips
     secret = endpoint.identity.read_text().splitlines()[1]
     logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "results").rglob("*.log"))
     assert secret not in str(refused.value) and secret not in logs
