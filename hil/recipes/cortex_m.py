@@ -51,13 +51,6 @@ GLUE = (
     "aten.permute_copy",
     "dim_order_ops.",
 )
-# The cortex_m operators register on importing the passes package (importing ops.operators
-# first runs into a circular import in executorch 1.5.1).
-OP_LIBRARIES = (
-    "torch.ao.quantization.fx._decomposed",
-    "executorch.exir.passes.dim_order_ops_registry",
-    "executorch.backends.cortex_m.passes",
-)
 
 
 def channels_last(tensor: torch.Tensor) -> torch.Tensor:

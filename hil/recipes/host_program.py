@@ -10,31 +10,41 @@ it loadable and runnable without ExecuTorch's runtime:
   wraps, so PyTorch's kernels (or the Cortex-M Python reference kernels) run the CPU part;
 - a scratch-buffer allocation (`executorch.exir.memory.alloc`) becomes `aten.zeros`.
 
-Loading needs the operator libraries registered: `load_host_program` imports them first.
+Loading needs the operator libraries registered: the recipe records which ones the program uses
+(host_program.json) and `load_host_program` imports just those first.
 """
 
 from __future__ import annotations
 
 import copy
 import importlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from hil.errors import DeployError
+from hil.errors import DeployError, ExportError
 from hil.macs import aten_overload
 from hil.tosa_delegate import OP, TensorSpec, encode_outputs
 
 HOST_PROGRAM = "host_program.pt2"
 
 # Operator libraries a host program may use, and the modules that register them.
-OP_LIBRARIES = (
-    "torch.ao.quantization.fx._decomposed",  # quantized_decomposed.*
-    "executorch.exir.passes.dim_order_ops_registry",  # dim_order_ops.*
-    "hil.tosa_delegate",  # hil::tosa_delegate
-)
+HOST_PROGRAM_META = "host_program.json"
+
+# Operator namespaces a host program may use, and the module that registers each one. Only the
+# namespaces a program uses are imported at load, so a warm run stays light (executorch.exir,
+# which registers dim_order_ops, is slow to import).
+OP_LIBRARIES: dict[str, str] = {
+    "quantized_decomposed": "torch.ao.quantization.fx._decomposed",
+    "dim_order_ops": "executorch.exir.passes.dim_order_ops_registry",
+    # Importing the passes registers cortex_m ops (ops.operators alone hits a circular import).
+    "cortex_m": "executorch.backends.cortex_m.passes",
+    "hil": "hil.tosa_delegate",
+}
+BUILTIN_NAMESPACES = ("aten", "prims")
 
 
 def is_delegate_call(node: torch.fx.Node) -> bool:
@@ -111,22 +121,44 @@ def _replace_alloc(node: torch.fx.Node) -> None:
     node.kwargs = {"dtype": dtype}
 
 
+def namespaces(program: Any) -> list[str]:
+    """Operator namespaces the program calls (besides aten and prims)."""
+    found = {
+        node.target.namespace
+        for node in program.graph.nodes
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+    }
+    return sorted(found - set(BUILTIN_NAMESPACES))
+
+
 def save_host_program(program: Any, folder: Path) -> Path:
+    """Write the program and the list of operator libraries it needs."""
+    used = namespaces(program)
+    unknown = [n for n in used if n not in OP_LIBRARIES]
+    if unknown:
+        raise ExportError(
+            f"the host program calls operators of {', '.join(unknown)}, which hil cannot load",
+            fix="add the namespace and the module registering it to OP_LIBRARIES",
+        )
     path = folder / HOST_PROGRAM
     torch.export.save(program, path)
+    (folder / HOST_PROGRAM_META).write_text(json.dumps({"namespaces": used}))
     return path
 
 
-def load_host_program(folder: Path, libraries: tuple[str, ...] = OP_LIBRARIES) -> Any:
+def load_host_program(folder: Path) -> Any:
     """The saved program as a callable module; DeployError when it is missing or unreadable."""
-    for module in libraries:
-        importlib.import_module(module)
     path = folder / HOST_PROGRAM
-    if not path.exists():
+    try:
+        used = json.loads((folder / HOST_PROGRAM_META).read_text())["namespaces"]
+    except (OSError, ValueError, KeyError) as e:
         raise DeployError(
-            f"{folder} has no {HOST_PROGRAM}: the artifact was not made for a reference target",
+            f"{folder} has no readable {HOST_PROGRAM_META}: the artifact was not made for a "
+            f"reference target ({e})",
             fix="delete the cache entry (hil cache --clear) so the recipe writes it again",
-        )
+        ) from e
+    for namespace in used:
+        importlib.import_module(OP_LIBRARIES[namespace])
     try:
         return torch.export.load(path).module()
     except Exception as e:

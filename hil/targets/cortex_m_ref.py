@@ -23,7 +23,7 @@ from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
 from hil.partition import PartitionReport
-from hil.recipes.cortex_m import OP_LIBRARIES, channels_last
+from hil.recipes.cortex_m import channels_last
 from hil.recipes.host_program import load_host_program
 from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Deployment, RunResult, Target
@@ -63,7 +63,7 @@ class CortexMRefTarget(Target):
                 f"{artifact.pte_path} was not made by the cortex-m recipe",
                 fix="export with the target's own recipe",
             )
-        module = load_host_program(artifact.folder, OP_LIBRARIES)
+        module = load_host_program(artifact.folder)
         report = PartitionReport.from_dict(artifact.details["partition"])
         counters = {
             "cmsis_nn_ops": float(report.accelerated_count),
