@@ -42,7 +42,9 @@ class InputSpec:
         return torch.randn(self.shape, generator=generator).to(self.dtype)
 
 
-def ints(*shape: int, low: int = -100, high: int = 100, dtype: torch.dtype = torch.int32) -> InputSpec:
+def ints(
+    *shape: int, low: int = -100, high: int = 100, dtype: torch.dtype = torch.int32
+) -> InputSpec:
     """An integer input, uniform in [low, high) (token ids, int32 arithmetic)."""
     return InputSpec(tuple(shape), dtype, low, high)
 

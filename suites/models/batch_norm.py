@@ -34,7 +34,9 @@ def randomize_affine(model: nn.Module, generator: torch.Generator, shift: float 
         for module in model.modules():
             if isinstance(module, BATCH_NORMS) and module.affine:
                 module.weight.copy_(0.5 + torch.rand(module.weight.shape, generator=generator))
-                module.bias.copy_(shift + 0.25 * torch.randn(module.bias.shape, generator=generator))
+                module.bias.copy_(
+                    shift + 0.25 * torch.randn(module.bias.shape, generator=generator)
+                )
     return model
 
 
@@ -77,7 +79,9 @@ def fold_batch_norms(model: nn.Module) -> nn.Module:
             continue
         layer, norm = modules[producer.target], modules[node.target]
         folded = (
-            fuse_linear_bn_eval(layer, norm) if isinstance(layer, nn.Linear) else fuse_conv_bn_eval(layer, norm)
+            fuse_linear_bn_eval(layer, norm)
+            if isinstance(layer, nn.Linear)
+            else fuse_conv_bn_eval(layer, norm)
         )
         model.set_submodule(producer.target, folded)
         model.set_submodule(node.target, nn.Identity())

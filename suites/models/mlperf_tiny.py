@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from executorch.examples.models.mlperf_tiny import DeepAutoEncoder, DSCNNKWS, MobileNetV1025, ResNet8
+from executorch.examples.models.mlperf_tiny import (
+    DSCNNKWS,
+    DeepAutoEncoder,
+    MobileNetV1025,
+    ResNet8,
+)
 from torch import nn
 
 import hil
@@ -41,7 +46,9 @@ def trained_like(make: Callable[[], nn.Module], shape: tuple[int, ...]) -> Calla
     return seeded_module(build, SEED)
 
 
-def case(name: str, make: Callable[[], nn.Module], shape: tuple[int, ...], **options: object) -> hil.Case:
+def case(
+    name: str, make: Callable[[], nn.Module], shape: tuple[int, ...], **options: object
+) -> hil.Case:
     return hil.Case(
         name,
         trained_like(make, shape),
@@ -53,6 +60,12 @@ def case(name: str, make: Callable[[], nn.Module], shape: tuple[int, ...], **opt
 CASES = (
     case("resnet8", ResNet8, (1, 3, 32, 32), classifier=True),
     case("ds_cnn_kws", DSCNNKWS, (1, 1, 49, 10), classifier=True),
-    case("mobilenet_v1_025", MobileNetV1025, (1, 3, 96, 96), classifier=True, tolerance=DEPTH_ROUNDING),
+    case(
+        "mobilenet_v1_025",
+        MobileNetV1025,
+        (1, 3, 96, 96),
+        classifier=True,
+        tolerance=DEPTH_ROUNDING,
+    ),
     case("deep_autoencoder", DeepAutoEncoder, (1, 640)),
 )

@@ -33,7 +33,9 @@ def scaled_channels(channels: int, width: float, multiple: int = 8) -> int:
     return rounded + multiple if rounded < 0.9 * channels * width else rounded
 
 
-def conv_bn(c_in: int, c_out: int, kernel: int, stride: int = 1, groups: int = 1, relu6: bool = True) -> nn.Sequential:
+def conv_bn(
+    c_in: int, c_out: int, kernel: int, stride: int = 1, groups: int = 1, relu6: bool = True
+) -> nn.Sequential:
     """Conv (no bias: the BatchNorm has one) + BatchNorm, then ReLU6 unless the layer is linear."""
     layers: list[nn.Module] = [
         nn.Conv2d(c_in, c_out, kernel, stride, kernel // 2, groups=groups, bias=False),

@@ -19,11 +19,19 @@ import hil
 from hil.devices import TimingPolicy
 from suites.factories import seeded_module
 from suites.models.batch_norm import fold_batch_norms, randomize_affine, settle_batch_norms
+from suites.models.budgets import host_budgets
 from suites.models.mobilenet_v2 import MobileNetV2, scale_residual_branches
 
 RESOLUTION = 128
 RESIDUAL_SCALE = 0.2
 SEED = 0
+
+DEPTH_ROUNDING = hil.ToleranceOverride(
+    reason="53 layers: int8 rounding compounds with depth. Measured on host: the quantized "
+    "PyTorch model is 7.9 output steps off eager, XNNPACK 8.8 (9.0 from the quantized model), "
+    "both at 24 dB SQNR, which stays judged at the default 15 dB",
+    int8_steps=16,
+)
 
 # Portable kernels take about 0.3 s an inference: a few runs give a stable median.
 SLOW_TIMING = TimingPolicy(warmup=1, min_runs=3, min_time_s=0.2, max_runs=200, max_time_s=1.0)
@@ -35,7 +43,9 @@ def images(count: int, seed: int, resolution: int = RESOLUTION) -> torch.Tensor:
     return torch.randn(count, 3, resolution, resolution, generator=generator)
 
 
-def trained_like(model: nn.Module, resolution: int = RESOLUTION, seed: int = SEED, fold: bool = True) -> nn.Module:
+def trained_like(
+    model: nn.Module, resolution: int = RESOLUTION, seed: int = SEED, fold: bool = True
+) -> nn.Module:
     """Give a freshly initialised model trained-like BatchNorms, then fold them (unless told not to)."""
     randomize_affine(model, torch.Generator().manual_seed(seed + 1))
     scale_residual_branches(model, RESIDUAL_SCALE)
@@ -48,8 +58,8 @@ def mobilenet_v2(resolution: int = RESOLUTION, fold: bool = True) -> nn.Module:
 
 
 def calibration(resolution: int = RESOLUTION) -> list[tuple[torch.Tensor, ...]]:
-    """Eight images, none of them the test input."""
-    return [(images(1, 200 + i, resolution),) for i in range(8)]
+    """Four images, none of them the test input (each costs the int8 export about 1.5 s)."""
+    return [(images(1, 200 + i, resolution),) for i in range(4)]
 
 
 CASES = (
@@ -60,5 +70,19 @@ CASES = (
         calibration=calibration,
         classifier=True,
         timing=SLOW_TIMING,
+        tolerance=DEPTH_ROUNDING,
+        budget_ms=host_budgets(portable=1500.0, xnnpack_fp32=12.0, xnnpack_int8=8.0),
+    ),
+    # BatchNorm left in the graph, as a model straight from training arrives: the recipes must
+    # fold it themselves (the int8 export takes about 25 s longer for it).
+    hil.Case(
+        "mobilenet_v2_unfolded",
+        lambda: mobilenet_v2(fold=False),
+        lambda: (images(1, 1),),
+        calibration=calibration,
+        classifier=True,
+        timing=SLOW_TIMING,
+        tolerance=DEPTH_ROUNDING,
+        tags=frozenset({"full"}),
     ),
 )

@@ -47,7 +47,10 @@ class PreShiftedPositions(nn.Module):
         self.weight = nn.Parameter(stock.weight.detach()[offset:].clone())
 
     def forward(
-        self, attention_mask: torch.Tensor, cache_length: int = 0, position_ids: torch.Tensor | None = None
+        self,
+        attention_mask: torch.Tensor,
+        cache_length: int = 0,
+        position_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         if position_ids is None:
             raise ValueError("PreShiftedPositions needs explicit position_ids")
@@ -61,13 +64,17 @@ class CausalLMLogits(nn.Module):
         super().__init__()
         self.lm = OPTForCausalLM(config)
         decoder = self.lm.model.decoder
-        decoder.embed_positions = PreShiftedPositions(decoder.embed_positions, decoder.embed_positions.offset)
+        decoder.embed_positions = PreShiftedPositions(
+            decoder.embed_positions, decoder.embed_positions.offset
+        )
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         # Positions 0..n-1 given explicitly, as PreShiftedPositions needs; OPT would derive
         # them from a float attention mask (cumsum(mask) * mask - 1) otherwise.
         positions = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
-        output = self.lm(input_ids=input_ids, position_ids=positions, use_cache=False, return_dict=True)
+        output = self.lm(
+            input_ids=input_ids, position_ids=positions, use_cache=False, return_dict=True
+        )
         logits: torch.Tensor = output.logits
         return logits
 
@@ -80,8 +87,10 @@ def opt_case(name: str, config: dict[str, int], **options: object) -> hil.Case:
         seeded_module(lambda: CausalLMLogits(OPTConfig(**config, use_cache=False)), SEED),
         seeded_inputs(ints(1, SEQUENCE, low=0, high=vocabulary, dtype=torch.int64), seed=SEED + 1),
         calibration=lambda: [
-            seeded_inputs(ints(1, SEQUENCE, low=0, high=vocabulary, dtype=torch.int64), seed=SEED + 10 + i)()
-            for i in range(8)
+            seeded_inputs(
+                ints(1, SEQUENCE, low=0, high=vocabulary, dtype=torch.int64), seed=SEED + 10 + i
+            )()
+            for i in range(4)
         ],
         classifier=True,  # top-1 agreement of the predicted next token, per position
         **options,  # type: ignore[arg-type]

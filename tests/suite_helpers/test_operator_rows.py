@@ -39,10 +39,12 @@ def test_row_options_pass_through_to_the_case() -> None:
 
 
 def test_input_specs_give_the_asked_dtypes_and_ranges() -> None:
-    flags, whole, positive = seeded_inputs(mask(64), ints(64, low=0, high=5), uniform(64, low=0.5, high=2.0))()
+    flags, whole, positive = seeded_inputs(
+        mask(64), ints(64, low=0, high=5), uniform(64, low=0.5, high=2.0)
+    )()
     assert flags.dtype == torch.bool
-    assert whole.dtype == torch.int32 and 0 <= int(whole.min()) and int(whole.max()) < 5
-    assert 0.5 <= float(positive.min()) and float(positive.max()) < 2.0
+    assert whole.dtype == torch.int32 and int(whole.min()) >= 0 and int(whole.max()) < 5
+    assert float(positive.min()) >= 0.5 and float(positive.max()) < 2.0
 
 
 def test_duplicate_names_are_refused() -> None:
