@@ -6,9 +6,8 @@ answer them) on a TCP port the FVP announces. UART0 never ends the simulation on
 (the link is binary), semihosting serves the runner's log console and command line, and the
 NPU gets the device's MAC count. `--timelimit` makes a forgotten FVP stop itself.
 
-The FVP keeps fewer than 256 characters of the semihosting command line and drops the rest
-without a word (ExecuTorch's FVP runner refuses longer ones for that reason): a longer one is
-refused here, before anything starts.
+The semihosting command line (the runner's argv) is checked against the FVP's limit when the
+device file is read (hil.fvp.config), before anything starts.
 """
 
 from __future__ import annotations
@@ -17,11 +16,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hil.errors import DeviceSpecError
-from hil.fvp.config import FvpConfig
+from hil.fvp.config import SEMIHOSTING_CMDLINE_MAX, FvpConfig, semihosting_cmd_line
 
-SEMIHOSTING_CMDLINE_MAX = 255
-PROGRAM_NAME = "hil-runner"
+__all__ = ["SEMIHOSTING_CMDLINE_MAX", "FvpCommand", "build_command", "semihosting_cmd_line"]
 
 
 @dataclass(frozen=True)
@@ -32,20 +29,6 @@ class FvpCommand:
 
     def render(self) -> str:
         return " ".join(_quote(a) for a in self.argv)
-
-
-def semihosting_cmd_line(config: FvpConfig) -> str:
-    """The runner's argv as semihosting hands it over; refused when the FVP would cut it."""
-    line = " ".join((PROGRAM_NAME, *config.runner_args))
-    if len(line) > SEMIHOSTING_CMDLINE_MAX:
-        raise DeviceSpecError(
-            f"{config.source}: the semihosting command line would be {len(line)} characters; "
-            f"the FVP keeps only {SEMIHOSTING_CMDLINE_MAX} and silently drops the rest "
-            f"({line[:60]}...)",
-            fix="shorten connection.runner_args (short relative paths: the runner's "
-            "semihosting folder is its working directory)",
-        )
-    return line
 
 
 def build_command(

@@ -9,7 +9,8 @@
       fvp_dir: null              # folder holding the FVP binary (else $HIL_FVP_DIR, else PATH)
       firmware: corstone-320     # runner preset, or {preset, defines}
       engine: executorch         # executorch | echo (echo: link bring-up only, outputs = inputs)
-      runner_args: []            # semihosting command line after the program name
+      runner_args: []            # semihosting command line after the program name (the
+                                 #   whole line at most 255 characters: the FVP cuts longer ones)
       params: {}                 # more -C NAME: VALUE parameters for the FVP
       boot_timeout_s: 120        # until the FVP offers its UART
       reply_timeout_s / bytes_per_s / run_timeout_s / retries   as for serial targets
@@ -33,6 +34,10 @@ from hil.errors import DeviceSpecError
 from hil.fvp.platforms import PLATFORMS, FvpPlatform, npu_macs
 
 MODES = ("accurate", "fast")
+# The FVP keeps fewer than 256 characters of the semihosting command line and drops the rest
+# without a word (ExecuTorch's FVP runner refuses longer ones for that reason).
+SEMIHOSTING_CMDLINE_MAX = 255
+PROGRAM_NAME = "hil-runner"
 ENGINES = ("executorch", "echo")
 KEYS = (
     "platform", "num_macs", "mode", "time_limit_s", "stat", "fvp_dir", "firmware", "engine",
@@ -110,7 +115,7 @@ def fvp_config(spec: DeviceSpec) -> FvpConfig:
     stat = connection.get("stat", True)
     if not isinstance(stat, bool):
         raise _fail(spec, "stat", "true or false", stat)
-    return FvpConfig(
+    config = FvpConfig(
         device=spec.name,
         source=str(spec.source),
         platform=platform,
@@ -125,6 +130,22 @@ def fvp_config(spec: DeviceSpec) -> FvpConfig:
         params=params,
         boot_timeout_s=_number(spec, "boot_timeout_s", 120.0),
     )
+    semihosting_cmd_line(config)  # refused here, before any work, when the FVP would cut it
+    return config
+
+
+def semihosting_cmd_line(config: FvpConfig) -> str:
+    """The runner's argv as semihosting hands it over; refused when the FVP would cut it."""
+    line = " ".join((PROGRAM_NAME, *config.runner_args))
+    if len(line) > SEMIHOSTING_CMDLINE_MAX:
+        raise DeviceSpecError(
+            f"{config.source}: the semihosting command line would be {len(line)} characters; "
+            f"the FVP keeps only {SEMIHOSTING_CMDLINE_MAX} and silently drops the rest "
+            f"({line[:60]}...)",
+            fix="shorten connection.runner_args (short relative paths: the runner's "
+            "semihosting folder is its working directory)",
+        )
+    return line
 
 
 def _check_npu(spec: DeviceSpec, platform: FvpPlatform) -> str:

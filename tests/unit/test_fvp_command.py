@@ -66,8 +66,9 @@ def test_semihosting_command_line_at_the_limit_is_kept(tmp_path: Path) -> None:
     assert len(cmd.cmd_line) == SEMIHOSTING_CMDLINE_MAX == 255
 
 
-def test_semihosting_command_line_over_the_limit_is_refused(tmp_path: Path) -> None:
+def test_semihosting_command_line_over_the_limit_is_refused_with_the_device_file(
+    tmp_path: Path,
+) -> None:
     arg = "x" * (SEMIHOSTING_CMDLINE_MAX + 1 - len("hil-runner "))
-    c = config(tmp_path, "corstone-300", "ethos-u55-128", runner_args=[arg])
     with pytest.raises(DeviceSpecError, match="would be 256 characters; the FVP keeps only 255"):
-        build_command(c, Path("f"), Path("r.elf"), Path("w"), 1)
+        config(tmp_path, "corstone-300", "ethos-u55-128", runner_args=[arg])
