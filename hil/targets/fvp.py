@@ -127,8 +127,8 @@ class FvpTarget(Target):
         raise TargetUnavailable(
             f"{self.spec.name}: the runner ({info.build_id}) has the {info.engine_name} engine, "
             f"the device file asks for {self._config.engine}",
-            fix="rebuild the runner (hil firmware build --target NAME --force) with "
-            "EXECUTORCH_ROOT set, or set connection.engine: echo for link bring-up only",
+            fix=f"rebuild the runner (hil firmware build --target {self.spec.name} --force) "
+            "with EXECUTORCH_ROOT set, or set connection.engine: echo for link bring-up only",
         )
 
     def _workdir(self) -> Path:
