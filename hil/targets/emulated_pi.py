@@ -154,11 +154,14 @@ class EmulatedPi:
         sshd, not the commands they run)."""
         if self._process is None:
             return []
+        children: dict[int, list[int]] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
         found, pending = [], [self._process.pid]
         while pending:
-            out = subprocess.run(["pgrep", "-P", str(pending.pop())], capture_output=True,
-                                 text=True)
-            for pid in (int(p) for p in out.stdout.split()):
+            for pid in children.get(pending.pop(), []):
                 pending.append(pid)
                 with contextlib.suppress(OSError):
                     if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
