@@ -83,6 +83,6 @@ def fold_batch_norms(model: nn.Module) -> nn.Module:
             if isinstance(layer, nn.Linear)
             else fuse_conv_bn_eval(layer, norm)
         )
-        model.set_submodule(producer.target, folded)
-        model.set_submodule(node.target, nn.Identity())
+        model.set_submodule(str(producer.target), folded)
+        model.set_submodule(str(node.target), nn.Identity())
     return model

@@ -21,6 +21,7 @@ from torch import nn
 import hil
 from hil.devices import TimingPolicy
 from hil.session import default_cache_dir
+from suites.models.budgets import host_budgets
 
 SEED = 0
 EPOCHS = 40
@@ -44,7 +45,8 @@ class DigitsCNN(nn.Module):
         self.classifier = nn.Linear(32 * 4 * 4, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.classifier(torch.flatten(self.features(x), 1))
+        logits: torch.Tensor = self.classifier(torch.flatten(self.features(x), 1))
+        return logits
 
 
 def dataset() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -73,10 +75,10 @@ def train(train_x: torch.Tensor, train_y: torch.Tensor) -> DigitsCNN:
             order = torch.Generator().manual_seed(SEED)
             model.train()
             for _ in range(EPOCHS):
-                for batch in torch.randperm(len(train_x), generator=order).split(BATCH):
+                for batch in torch.split(torch.randperm(len(train_x), generator=order), BATCH):
                     optimizer.zero_grad()
                     loss = nn.functional.cross_entropy(model(train_x[batch]), train_y[batch])
-                    loss.backward()
+                    loss.backward()  # type: ignore[no-untyped-call]
                     optimizer.step()
     finally:
         torch.set_num_threads(threads)
@@ -131,5 +133,6 @@ CASES = (
         max_accuracy_drop=MAX_ACCURACY_DROP,
         # the whole held-out set in one batch: about 0.5 s per run on the portable kernels
         timing=TimingPolicy(warmup=1, min_runs=3, min_time_s=0.2, max_runs=200, max_time_s=1.0),
+        budget_ms=host_budgets(portable=2000.0, xnnpack_fp32=15.0, xnnpack_int8=6.0),
     ),
 )

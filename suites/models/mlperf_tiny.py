@@ -10,6 +10,7 @@ uniform in [-1, 1), the range of the upstream examples.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from executorch.examples.models.mlperf_tiny import (
@@ -23,6 +24,7 @@ from torch import nn
 import hil
 from suites.factories import seeded_inputs, seeded_module, uniform
 from suites.models.batch_norm import fold_batch_norms, randomize_affine, settle_batch_norms
+from suites.models.budgets import host_budgets
 
 SEED = 0
 
@@ -47,25 +49,44 @@ def trained_like(make: Callable[[], nn.Module], shape: tuple[int, ...]) -> Calla
 
 
 def case(
-    name: str, make: Callable[[], nn.Module], shape: tuple[int, ...], **options: object
+    name: str, make: Callable[[], nn.Module], shape: tuple[int, ...], **options: Any
 ) -> hil.Case:
+    """A case on uniform [-1, 1) inputs of `shape`; `options` are hil.Case fields."""
     return hil.Case(
         name,
         trained_like(make, shape),
         seeded_inputs(uniform(*shape, low=-1.0, high=1.0), seed=SEED + 1),
-        **options,  # type: ignore[arg-type]
+        **options,
     )
 
 
 CASES = (
-    case("resnet8", ResNet8, (1, 3, 32, 32), classifier=True),
-    case("ds_cnn_kws", DSCNNKWS, (1, 1, 49, 10), classifier=True),
+    case(
+        "resnet8",
+        ResNet8,
+        (1, 3, 32, 32),
+        classifier=True,
+        budget_ms=host_budgets(portable=150.0, xnnpack_fp32=1.0, xnnpack_int8=0.5),
+    ),
+    case(
+        "ds_cnn_kws",
+        DSCNNKWS,
+        (1, 1, 49, 10),
+        classifier=True,
+        budget_ms=host_budgets(portable=50.0, xnnpack_fp32=0.3, xnnpack_int8=0.3),
+    ),
     case(
         "mobilenet_v1_025",
         MobileNetV1025,
         (1, 3, 96, 96),
         classifier=True,
         tolerance=DEPTH_ROUNDING,
+        budget_ms=host_budgets(portable=150.0, xnnpack_fp32=1.0, xnnpack_int8=1.0),
     ),
-    case("deep_autoencoder", DeepAutoEncoder, (1, 640)),
+    case(
+        "deep_autoencoder",
+        DeepAutoEncoder,
+        (1, 640),
+        budget_ms=host_budgets(portable=5.0, xnnpack_fp32=0.15, xnnpack_int8=0.15),
+    ),
 )

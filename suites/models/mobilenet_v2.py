@@ -61,7 +61,7 @@ class InvertedResidual(nn.Module):
         self.shortcut = stride == 1 and c_in == c_out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.body(x)
+        out: torch.Tensor = self.body(x)
         return x + out if self.shortcut else out
 
 
@@ -95,7 +95,8 @@ class MobileNetV2(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.pool(self.features(x))
-        return self.classifier(torch.flatten(x, 1))
+        logits: torch.Tensor = self.classifier(torch.flatten(x, 1))
+        return logits
 
 
 def scale_residual_branches(model: nn.Module, scale: float) -> nn.Module:
@@ -104,7 +105,10 @@ def scale_residual_branches(model: nn.Module, scale: float) -> nn.Module:
     with torch.no_grad():
         for block in model.modules():
             if isinstance(block, InvertedResidual) and block.shortcut:
-                norm = block.body[-1][1]
+                projection = block.body[-1]
+                assert isinstance(projection, nn.Sequential)
+                norm = projection[1]
+                assert isinstance(norm, nn.BatchNorm2d)
                 norm.weight.mul_(scale)
                 norm.bias.mul_(scale)
     return model

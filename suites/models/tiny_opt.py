@@ -11,6 +11,8 @@ Only the logits are exported: the wrapper asks for no cache and returns a plain 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 from transformers import OPTConfig, OPTForCausalLM
@@ -18,11 +20,12 @@ from transformers import OPTConfig, OPTForCausalLM
 import hil
 from hil.devices import TimingPolicy
 from suites.factories import ints, seeded_inputs, seeded_module
+from suites.models.budgets import host_budgets
 
 SEED = 0
 SEQUENCE = 32
 
-TINY = dict(
+TINY: dict[str, Any] = dict(
     vocab_size=512,
     hidden_size=64,
     num_hidden_layers=2,
@@ -79,7 +82,7 @@ class CausalLMLogits(nn.Module):
         return logits
 
 
-def opt_case(name: str, config: dict[str, int], **options: object) -> hil.Case:
+def opt_case(name: str, config: dict[str, Any], **options: Any) -> hil.Case:
     """A case for an OPT decoder of the given config on seeded token ids."""
     vocabulary = config.get("vocab_size", OPTConfig().vocab_size)
     return hil.Case(
@@ -93,12 +96,16 @@ def opt_case(name: str, config: dict[str, int], **options: object) -> hil.Case:
             for i in range(4)
         ],
         classifier=True,  # top-1 agreement of the predicted next token, per position
-        **options,  # type: ignore[arg-type]
+        **options,
     )
 
 
 CASES = (
-    opt_case("tiny_opt", TINY),
+    opt_case(
+        "tiny_opt",
+        TINY,
+        budget_ms=host_budgets(portable=12.0, xnnpack_fp32=2.0, xnnpack_int8=2.0),
+    ),
     opt_case(
         "opt_125m",
         {},

@@ -41,7 +41,7 @@ class Fn(nn.Module):
 
 def fn(function: Callable[..., Any], label: str | None = None) -> ModuleFactory:
     """A row's module factory for a functional op: `fn(lambda a, b: torch.cat([a, b], 1))`."""
-    text = label or getattr(function, "__qualname__", repr(function))
+    text = label or str(getattr(function, "__qualname__", repr(function)))
     return lambda: Fn(function, text)
 
 

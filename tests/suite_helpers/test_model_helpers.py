@@ -20,13 +20,17 @@ class ConvLinear(nn.Module):
         self.bn1d = nn.BatchNorm1d(4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.bn1d(self.fc(torch.flatten(torch.relu(self.bn2d(self.conv(x))), 1)))
+        features = torch.flatten(torch.relu(self.bn2d(self.conv(x))), 1)
+        out: torch.Tensor = self.bn1d(self.fc(features))
+        return out
 
 
 def test_settled_and_folded_batch_norms_keep_the_outputs() -> None:
     torch.manual_seed(0)
-    model = randomize_affine(ConvLinear(), torch.Generator().manual_seed(1))
+    model = ConvLinear()
+    randomize_affine(model, torch.Generator().manual_seed(1))
     settle_batch_norms(model, [(torch.randn(16, 3, 8, 8),)])
+    assert model.bn2d.running_var is not None
     assert float(model.bn2d.running_var.mean()) != 1.0  # statistics were really set
     x = torch.randn(2, 3, 8, 8)
     with torch.no_grad():
@@ -47,9 +51,11 @@ def test_mobilenet_v2_has_the_papers_size() -> None:
 def test_pre_shifted_positions_match_stock_opt() -> None:
     config = OPTConfig(**TINY, use_cache=False)
     torch.manual_seed(0)
-    ours = CausalLMLogits(config).eval()
+    ours = CausalLMLogits(config)
+    ours.train(False)
     torch.manual_seed(0)
-    stock = OPTForCausalLM(config).eval()
+    stock = OPTForCausalLM(config)
+    stock.train(False)
     ids = torch.randint(0, TINY["vocab_size"], (1, 16))
     with torch.no_grad():
         assert torch.equal(ours(ids), stock(input_ids=ids).logits)
