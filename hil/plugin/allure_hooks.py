@@ -68,7 +68,6 @@ class AllureHooks:
         if variant is None:
             return
         suite = suite_of(item.nodeid) or "hil"
-        DYNAMIC.title(f"{variant.case_id} on {variant.target} [{variant.recipe}]")
         DYNAMIC.label("target", variant.target)
         DYNAMIC.label("backend", variant.recipe)
         DYNAMIC.label(_kind_label(suite), variant.case_id)
@@ -88,7 +87,8 @@ class AllureHooks:
     def pytest_hil_result(
         self, item: pytest.Item, result: CheckResult, record: dict[str, Any]
     ) -> None:
-        DYNAMIC.parameter("numerics", result.numerics)
+        # shown, but kept out of the history id: a case's history is its case, target and backend
+        DYNAMIC.parameter("numerics", result.numerics, excluded=True)
         DYNAMIC.label("verdict", result.verdict)
         try:
             self._attach_result(result, record)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,8 @@ def _as_given(args: argparse.Namespace, results: list[Path]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from hil.report import allure_files, certify, regression
+
+    logging.basicConfig(level=logging.WARNING, format="hil report: %(message)s")
 
     if args.verify is not None:
         check = certify.verify_file(args.verify)

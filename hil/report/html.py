@@ -146,12 +146,10 @@ def overview_plots(report: Mapping[str, Any]) -> list[dict[str, str]]:
         for row in rows:
             used = _tolerance_used(row)
             if used is not None:
+                ok = used <= 1.0 and row["verdict"] != "MISMATCH"  # any output metric failed
                 margins.append(
                     plots.Bar(
-                        f"{row['case']} [{row['recipe']}]",
-                        max(used, TOLERANCE_FLOOR),
-                        1.0,
-                        used <= 1.0,
+                        f"{row['case']} [{row['recipe']}]", max(used, TOLERANCE_FLOOR), 1.0, ok
                     )
                 )
         if margins:

@@ -234,7 +234,7 @@ def rows_from_run(run: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) 
     for item in run.get("items") or []:
         items.setdefault(_key(item["case"], item["target"], item["recipe"]), []).append(item)
     rows = []
-    for record in records:
+    for record in _unique(records):
         waiting = items.get(_key(record["case"], record["target"], record["recipe"]))
         rows.append(_row(record, waiting.pop(0) if waiting else None, run))
     for waiting in items.values():
@@ -245,6 +245,21 @@ def rows_from_run(run: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) 
         if seen[row["key"]] > 1:
             row["key"] += f"#{seen[row['key']]}"
     return rows
+
+
+def _unique(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Drop byte-identical repeats of a record (a results file written twice by xdist workers
+    and their controller); two real checks never agree to the last microsecond."""
+    seen: set[str] = set()
+    unique = []
+    for record in records:
+        text = json.dumps(record, sort_keys=True, default=str)
+        if text in seen:
+            log.warning("dropped a repeated record of %s on %s", record["case"], record["target"])
+            continue
+        seen.add(text)
+        unique.append(record)
+    return unique
 
 
 def merge(sources: Sequence[Source]) -> tuple[list[Run], list[Row]]:

@@ -179,7 +179,8 @@ def tolerance_overview(bars: Sequence[Bar], *, target: str) -> Figure:
     figure = _overview(
         bars,
         title=f"{target}: max |error| as a fraction of the tolerance",
-        xlabel="fraction of the tolerance used; red tick: the limit (1.0)",
+        xlabel="fraction of the max |error| tolerance used; red tick: the limit (1.0); "
+        "red bar: the outputs failed a check (this or another metric)",
         log=True,
     )
     return figure

@@ -83,7 +83,7 @@ def git_state(folder: Path) -> dict[str, Any] | None:
     commit = (git("rev-parse", "HEAD") or "").strip() or None
     if commit is None:
         return None
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain")  # untracked files count: a new suite file changes a run
     return {
         "commit": commit,
         "branch": (git("rev-parse", "--abbrev-ref", "HEAD") or "").strip(),

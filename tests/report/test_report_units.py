@@ -1,0 +1,82 @@
+"""Pure pieces of the report: units, labels, the reproduce arguments, allure's file formats."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from report_lab import Runs
+
+from hil.report import allure_files, fmt, html, verdicts
+from hil.report.model import load_source
+from hil.report.provenance import selection_free
+
+
+def test_counters_read_in_the_unit_their_name_implies() -> None:
+    assert fmt.counter("npu_cycles", 1953695.0) == "1,953,695"
+    assert fmt.counter("sram_bytes", 1179648.0) == "1.1 MiB"
+    assert fmt.counter("arena_pool_peak_bytes", 512.0) == "512 B"
+    assert fmt.counter("mac_utilization", 0.198) == "19.8 %"
+    assert fmt.counter("delegated_fraction", 0.99099) == "99.1 %"
+    assert fmt.counter("clock_hz", 1e9) == "1000 MHz"
+    assert fmt.counter("est_time_us", 1953.7) == "1.95 ms"
+    assert fmt.counter("macs_per_cycle", 128.0) == "128"
+    assert fmt.counter("anything", None) == "-"
+
+
+def test_every_timing_that_is_not_a_measurement_says_so() -> None:
+    assert fmt.timing_label("estimated") == "estimated (Vela)"
+    assert fmt.timing_label("emulated") == "emulated (QEMU)"
+    assert fmt.timing_suffix("estimated") == " (est)"
+    assert fmt.timing_suffix("emulated") == " (emu)"
+    assert fmt.timing_suffix("measured") == ""
+
+
+def test_large_latency_moves_read_as_factors() -> None:
+    assert html.change(0.125) == "+12.5 %"
+    assert html.change(-0.99) == "-99.0 % (100.0x faster)"
+    assert html.change(2.0) == "+200.0 % (3.0x slower)"
+
+
+def test_reproducing_a_line_drops_selection_targets_and_output_folders() -> None:
+    args = [
+        "suites", "--target=host", "--target", "u85-ref", "-k", "conv", "--hil-full",
+        "--alluredir", "out/allure", "--hil-report=out/r", "--hil-results-dir", "x",
+        "-p", "no:cacheprovider", "--hil-devices=lab/devices",
+    ]  # fmt: skip
+    kept = selection_free(args, positional=["suites"])
+    assert kept == ["--hil-full", "-p", "no:cacheprovider", "--hil-devices=lab/devices"]
+
+
+def test_verdicts_fall_into_one_category_each() -> None:
+    assert verdicts.category_of("MISMATCH") == verdicts.FAILURE
+    assert verdicts.category_of("MISMATCH", "xfailed") == verdicts.EXPECTED
+    assert verdicts.category_of("CRASH") == verdicts.INFRASTRUCTURE
+    assert verdicts.category_of("SOMETHING NEW") == verdicts.FAILURE
+    assert verdicts.category_of("SOMETHING NEW", from_error=True) == verdicts.ERROR
+
+
+def test_environment_properties_escape_what_java_properties_would_misread() -> None:
+    text = allure_files.properties_text({"machine": "lab1: Cortex=A76 #2", "µ": "5 µs"})
+    assert text == "machine=lab1\\: Cortex\\=A76 \\#2\n\\u00b5=5 \\u00b5s\n"
+
+
+def test_categories_match_whole_messages_the_way_allure_does() -> None:
+    infra, failures, errors = allure_files.categories()
+    message = "hil.errors.OutputMismatch: relu on host [portable]: outputs disagree\n  max_abs ..."
+    assert re.fullmatch(failures["messageRegex"], message)
+    assert not re.fullmatch(infra["messageRegex"], message)
+    assert re.fullmatch(infra["messageRegex"], "hil.errors.LinkTimeout: no answer\nin 5 s")
+    assert re.fullmatch(errors["messageRegex"], "hil.errors.CaseError: case 'x' could not be built")
+
+
+def test_a_record_written_twice_counts_once(runs: Runs, tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    shutil.copytree(runs.a, folder)
+    lines = (folder / "records.jsonl").read_text().splitlines()
+    (folder / "records.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
+    source = load_source(folder)
+    assert len(source.rows) == len(load_source(runs.a).rows)
+    assert json.loads(lines[0])["case"] in {r["case"] for r in source.rows}
