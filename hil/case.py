@@ -34,6 +34,9 @@ class Case:
     `fully_delegated` asserts that nothing falls back to the CPU on targets that partition
     (Ethos-U, Cortex-M); `expected_fallback` names the operators expected on the CPU instead
     ("avg_pool3d"), for every such target or per "target/recipe" key like `xfail`.
+    `tags` mark the case for opt-in runs ("full", "large"); "full@ethos-u" (or "@u85-ref",
+    "@u85-ref/ethos-u") tags only the variants of that recipe or target, e.g. to keep a slow
+    export out of one target's default run.
     `counter_budgets` maps a target counter ("npu_cycles", "sram_bytes", "flash_bytes") to
     limits keyed like `budget_ms` (taken as they are, never scaled); a target that does not
     report the counter is not judged on it.
@@ -67,6 +70,17 @@ class Case:
             if key in self.xfail:
                 return self.xfail[key]
         return None
+
+    def tags_for(self, target: str, recipe: str) -> frozenset[str]:
+        """The tags of one (target, recipe) variant: plain tags, and NAME@SELECTOR ones whose
+        selector names this target, this recipe or "target/recipe"."""
+        selectors = {target, recipe, f"{target}/{recipe}"}
+        tags = set()
+        for tag in self.tags:
+            name, _, selector = tag.partition("@")
+            if not selector or selector in selectors:
+                tags.add(name)
+        return frozenset(tags)
 
     def expected_fallback_for(self, target: str, recipe: str) -> frozenset[str] | None:
         """Operators expected on the CPU (empty: fully delegated); None: nothing asserted."""

@@ -138,7 +138,8 @@ class HilPlugin:
                     ) or not case.applies_to(target, recipe):
                         continue
                     variant = Variant(case_id, case, target, recipe)
-                    marks = [getattr(pytest.mark, tag) for tag in sorted(case.tags)]
+                    tags = case.tags_for(target, recipe)
+                    marks = [getattr(pytest.mark, tag) for tag in sorted(tags)]
                     reason = case.xfail_reason(target, recipe)
                     if reason:
                         marks.append(pytest.mark.xfail(reason=reason, strict=True))

@@ -81,3 +81,12 @@ def test_case_expectations_by_target() -> None:
     )
     assert per_target.expected_fallback_for("u55-ref", "ethos-u") == {"gelu"}
     assert per_target.expected_fallback_for("u85-ref", "ethos-u") == frozenset()
+
+
+def test_target_qualified_tags() -> None:
+    case = hil.Case(
+        "c", lambda: None, lambda: (), tags=frozenset({"large", "full@ethos-u", "full@u85-ref/x"})
+    )  # type: ignore[arg-type, return-value]
+    assert case.tags_for("host", "xnnpack-int8") == {"large"}
+    assert case.tags_for("u55-ref", "ethos-u") == {"large", "full"}
+    assert case.tags_for("u85-ref", "x") == {"large", "full"}
