@@ -102,6 +102,12 @@ void hil_sha256_update(hil_sha256_t *ctx, const void *data, size_t len) {
         compress(ctx->state, ctx->block);
         ctx->fill = 0;
     }
+#ifdef HIL_SHA256_BLOCKS_ACCEL
+    if (len >= 64 && hil_sha256_blocks_accel(ctx->state, p, len / 64)) {
+        p += len / 64 * 64;
+        len %= 64;
+    }
+#endif
     while (len >= 64) {
         compress(ctx->state, p);
         p += 64;

@@ -22,6 +22,12 @@ void hil_sha256_init(hil_sha256_t *ctx);
 void hil_sha256_update(hil_sha256_t *ctx, const void *data, size_t len);
 void hil_sha256_final(hil_sha256_t *ctx, uint8_t digest[32]);
 
+#ifdef HIL_SHA256_BLOCKS_ACCEL
+/* Hash whole 64-byte blocks with the CPU's SHA-256 instructions; 0 (nothing done) when the
+ * CPU has none. sha256_armv8.c, aarch64 Linux builds. */
+int hil_sha256_blocks_accel(uint32_t state[8], const uint8_t *data, size_t blocks);
+#endif
+
 #ifdef __cplusplus
 }
 #endif
