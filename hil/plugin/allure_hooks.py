@@ -23,7 +23,7 @@ from allure_commons.types import AttachmentType
 from hil.plugin.report_hooks import RUN_KEY
 from hil.plugin.state import Variant
 from hil.report import allure_files, fmt
-from hil.report.model import suite_of
+from hil.report.rows import suite_of
 from hil.result import CheckResult
 
 log = logging.getLogger("hil.plugin.allure")
