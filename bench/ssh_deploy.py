@@ -3,11 +3,12 @@ redeploy of an unchanged model moves. Goals: copy ratio >= 0.9, redeploy 0 bytes
 
     raw SFTP   OpenSSH `sftp` (its default settings) puts the .pte to the device over the
                target's own SSH connection: the link's ceiling for a file copy.
-    deploy     SshTarget.deploy() of a model the device does not have: the check for its
-               content-addressed file, the SFTP copy to a .part name and the rename ("copy"),
-               all in SFTP (no remote shell), then the runner reading,
-               hashing and loading the program from the device's disk (LOAD_FILE) under
-               qemu-aarch64 ("load"). The ratio is the copy's; the load is shown beside it.
+    copy       what deploy moves: one SFTP session with the free space, the copy to a .part
+               name and the rename (no remote shell).
+    deploy     SshTarget.deploy() of a model the device does not have: the runner is asked to
+               load its content-addressed file (missing: one protocol round trip), the copy,
+               then the runner reading, hashing (Armv8 SHA-256) and loading the program from
+               the device's disk (LOAD_FILE) under qemu-aarch64. Shown beside the copy.
     protocol   for comparison: the same bytes streamed through the runner protocol over the
                SSH channel (LOAD_BEGIN/CHUNK/END), the path hil does not take for the Pi.
     redeploy   the same model again (0 bytes), and again after the runner restarted (a new
@@ -85,9 +86,7 @@ def main() -> int:
                 raw.append(raw_sftp_seconds(target, pte))
                 target.remote.forget_model(sha)
                 started = time.perf_counter()
-                held, free = target.remote.model_state(sha, size)
-                assert not held
-                target.remote.put_model(pte, sha, free)
+                target.remote.put_model(pte, sha)
                 copy.append(time.perf_counter() - started)
                 target.remote.forget_model(sha)
                 started = time.perf_counter()
@@ -111,7 +110,7 @@ def main() -> int:
     print(f"pi5-emu over SSH on loopback (sshd + qemu-aarch64 cortex-a76), "
           f".pte {size / 1e6:.1f} MB, {len(raw)} runs each, medians")
     print(f"  raw SFTP put                       {rate(raw):8.1f} MiB/s")
-    print(f"  deploy copy (check + SFTP + rename) {rate(copy):8.1f} MiB/s   "
+    print(f"  deploy copy (df + SFTP put + rename) {rate(copy):8.1f} MiB/s   "
           f"ratio {rate(copy) / rate(raw):.2f}  (goal >= 0.9)")
     print(f"  deploy incl. runner load (LOAD_FILE under qemu) {rate(full):8.1f} MiB/s   "
           f"ratio {rate(full) / rate(raw):.2f}; load alone "

@@ -15,7 +15,7 @@ from hil.protocol.client import LoadOutcome, RunnerClient
 
 
 class StaleModelFile(DeployError):
-    """The file is not the announced model (other size or sha256): copy it again."""
+    """The file is missing, or is not the announced model (other size or sha256): copy it."""
 
 
 def load_file(client: RunnerClient, path: str, sha256: str, size: int) -> LoadOutcome:
@@ -35,8 +35,9 @@ def load_file(client: RunnerClient, path: str, sha256: str, size: int) -> LoadOu
     try:
         payload = client.request(m.LOAD_FILE, request, reply_size=size // 20, running=True)
     except DeployError as e:
-        if "announced" in e.message:  # load_file.c's words for a size or sha256 mismatch
-            raise StaleModelFile(e.message, fix="copy the file again") from e
+        # load_file.c's words for a file that is not there, or not the announced model
+        if "cannot open" in e.message or "announced" in e.message:
+            raise StaleModelFile(e.message, fix="copy the file (again)") from e
         raise
     reply = m.Reader(payload, "LOAD_FILE")
     reply.u8()  # 1 when it was held already; nothing moved over the link either way

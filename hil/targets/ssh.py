@@ -4,8 +4,9 @@ Provisioning connects (OpenSSH; the host key must already be in the device's kno
 file), builds the aarch64 runner bundle and copies the files whose hash differs, then starts
 the runner once per session, pinned to the device's cores (`taskset -c`) and under its
 runner_prefix (qemu-aarch64 on the emulated Pi, nothing on a real one); the runner protocol
-runs over that SSH channel. Deploy copies a .pte only when the device does not have its
-content-addressed file already, then has the runner load it from its disk (LOAD_FILE).
+runs over that SSH channel. Deploy asks the runner to load the .pte's content-addressed file
+from the device's disk (LOAD_FILE, which checks size and sha256) and copies it by SFTP only
+when it is missing or damaged there.
 
 Failures, as the session needs them:
   connection dropped   reconnect once (new connection, new runner, model reloaded from the
@@ -284,21 +285,16 @@ class SshTarget(Target):
                           lambda: self._load(artifact.pte_path, artifact.sha256))
 
     def _load(self, pte: Path, sha: str) -> Deployment:
+        """The runner loads the device's copy (checking its size and sha256); only a missing
+        or damaged copy is copied, by SFTP, and loaded again."""
         if self._held == sha and sha in self._methods:
             return Deployment(sha, handle=pte, bytes_sent=0)
-        size = pte.stat().st_size
+        size, path = pte.stat().st_size, self._tree.model_path(sha)
         sent = 0
-        held, free = self._call("checking the device's copy", self._tree.model_state, sha, size)
-        if not held:
-            sent = self._call("copying the model", self._tree.put_model, pte, sha, free)
-        path = self._tree.model_path(sha)
         try:
             outcome = self._call(f"loading {path}", load_file, self._client, path, sha, size)
-        except StaleModelFile:
-            if sent:
-                raise
-            self.log.warning("the device's copy of %s is damaged; copying it again", pte.name)
-            self._tree.forget_model(sha)
+        except StaleModelFile as missing:
+            self.log.info("%s: copying %s", missing.message, pte.name)
             sent = self._call("copying the model", self._tree.put_model, pte, sha)
             outcome = self._call(f"loading {path}", load_file, self._client, path, sha, size)
         self._methods[sha] = outcome.method

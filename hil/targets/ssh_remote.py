@@ -2,8 +2,9 @@
 
     <remote_dir>/runner/   hil-runner and its libraries, each compared by sha256 (sha256sum on
                            the device) and copied only when it differs
-    <remote_dir>/models/   <sha256>.pte, content-addressed: a model whose file is there (with
-                           its size) moves no bytes; the runner checks the hash when it loads it
+    <remote_dir>/models/   <sha256>.pte, content-addressed: the runner is asked to load it
+                           first (it checks size and sha256); only a missing or damaged file
+                           is copied, so a model already there moves no bytes
 
 Copies go by SFTP to a `.part` name and are renamed when complete, so an interrupted copy
 never looks like a model. A copy that cannot be made (disk full, read-only, no permission)
@@ -145,38 +146,30 @@ class RemoteTree:
         self.log.info("copied %d runner file(s), %d bytes", len(stale), sum(f.size for f in stale))
         return sum(f.size for f in stale)
 
-    # -- models: SFTP only (no remote shell on the deploy path) ---------------------------------
+    # -- models: SFTP only (no remote shell on the deploy path) ---------------------------
 
-    def model_state(self, sha256: str, size: int) -> tuple[bool, int | None]:
-        """(whether the device has this model's file with its size, free bytes there)."""
-        path = self.model_path(sha256)
-        done = self.connection.sftp_batch(
-            [f"-ls -ln {sftp_quote(path)}", f"df {sftp_quote(self.root + '/models')}"],
-            timeout=60)
-        held = any(line.endswith(" " + path) and _field(line, 4) == str(size)
-                   for line in done.out.splitlines())
-        return held, _sftp_free(done.out)
-
-    def put_model(self, local: Path, sha256: str, free: int | None = None) -> int:
-        """Copy the model's file to the device (a .part, then renamed over); its size."""
+    def put_model(self, local: Path, sha256: str) -> int:
+        """Copy the model's file to the device in one SFTP session: the free space, the copy
+        to a .part name, the rename over the final name. Its size."""
         size = local.stat().st_size
         path = self.model_path(sha256)
-        if free is not None and free < size:
-            raise self._fail(f"no room for the model {local.name} ({size} bytes)",
-                             f"the disk holding {self.root} has {free} bytes free (disk full)")
         part = path + ".part"
         done = self.connection.sftp_batch(
-            [f"put {sftp_quote(str(local))} {sftp_quote(part)}",
+            [f"df {sftp_quote(self.root + '/models')}",
+             f"put {sftp_quote(str(local))} {sftp_quote(part)}",
              f"rename {sftp_quote(part)} {sftp_quote(path)}"],
             timeout=120.0 + size / 2e6)  # even a 2 MB/s link finishes in time
-        if not done.ok:
-            after = self.connection.sftp_batch(
-                [f"-rm {sftp_quote(part)}", f"df {sftp_quote(self.root + '/models')}"], timeout=60)
-            room = _sftp_free(after.out)
-            detail = _sftp_words(done.error) + (f"; {room} bytes free on that disk"
-                                                if room is not None else "")
-            raise self._fail(f"copying the model {local.name} ({size} bytes) failed", detail)
-        return size
+        if done.ok:
+            return size
+        self.connection.sftp_batch([f"-rm {sftp_quote(part)}"], timeout=60)
+        free = _sftp_free(done.out)
+        if free is not None and free < size:
+            raise self._fail(f"no room for the model {local.name} ({size} bytes)",
+                             f"the disk holding {self.root} had {free} bytes free (disk full); "
+                             f"sftp: {_sftp_words(done.error)}")
+        room = f"; {free} bytes free on that disk" if free is not None else ""
+        raise self._fail(f"copying the model {local.name} ({size} bytes) failed",
+                         _sftp_words(done.error) + room)
 
     def forget_model(self, sha256: str) -> None:
         self.connection.sftp_batch([f"-rm {sftp_quote(self.model_path(sha256))}"], timeout=60)

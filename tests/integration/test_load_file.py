@@ -72,10 +72,10 @@ def test_a_file_on_the_runners_disk_loads_and_then_is_held(client: RunnerClient,
 
 def test_a_missing_file_is_refused_with_the_systems_words(client: RunnerClient,
                                                           tmp_path: Path) -> None:
-    with pytest.raises(DeployError) as refused:
+    with pytest.raises(StaleModelFile) as refused:  # the host then copies it
         load_file(client, str(tmp_path / "absent.pte"), "00" * 32, 10)
     assert "No such file or directory" in str(refused.value)
-    assert not isinstance(refused.value, StaleModelFile)
+    assert isinstance(refused.value, DeployError)
 
 
 def test_a_short_or_altered_copy_is_stale(client: RunnerClient, pte: Path,
