@@ -52,6 +52,9 @@ class PartitionReport:
     pte_bytes: int = 0
     macs: int = 0  # MACs of the whole model
     accelerated_macs: int = 0  # MACs inside the accelerated part
+    # CPU operators of the .pte that this ExecuTorch build has no kernel for: a device runtime
+    # would refuse the program (Missing operator) unless its build adds one.
+    missing_kernels: tuple[str, ...] = ()
 
     @property
     def accelerated_count(self) -> int:
@@ -87,6 +90,7 @@ class PartitionReport:
             "pte_bytes": self.pte_bytes,
             "macs": self.macs,
             "accelerated_macs": self.accelerated_macs,
+            "missing_kernels": list(self.missing_kernels),
         }
 
     @classmethod
@@ -103,6 +107,7 @@ class PartitionReport:
             pte_bytes=int(data.get("pte_bytes", 0)),
             macs=int(data.get("macs", 0)),
             accelerated_macs=int(data.get("accelerated_macs", 0)),
+            missing_kernels=tuple(data.get("missing_kernels", ())),
         )
 
     def describe(self) -> str:

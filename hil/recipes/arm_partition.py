@@ -88,6 +88,27 @@ def rejection_reasons(
     return reasons
 
 
+KERNEL_NAMESPACES = ("aten::", "quantized_decomposed::", "dim_order_ops::")
+
+
+def missing_cpu_kernels(pte: bytes) -> tuple[str, ...]:
+    """Operators the .pte runs on the CPU that ExecuTorch's portable and quantized kernel
+    libraries (as registered in this Python runtime) do not provide."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    try:
+        import executorch.kernels.quantized  # noqa: F401  (registers quantized_decomposed)
+        from executorch.extension.pybindings import portable_lib
+    except ImportError:
+        return ()
+    registered = set(portable_lib._get_operator_names())
+    plan = deserialize_pte_binary(pte).program.execution_plan[0]
+    used = {f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators}
+    return tuple(
+        sorted(op for op in used if op.startswith(KERNEL_NAMESPACES) and op not in registered)
+    )
+
+
 def partition_report(edge_program: Any, partitioner: Any, pte_bytes: int) -> PartitionReport:
     accelerated: Counter[str] = Counter()
     accelerated_macs = 0

@@ -30,7 +30,7 @@ from hil.case import BuiltCase
 from hil.errors import UsageError
 from hil.macs import graph_macs, op_name
 from hil.partition import Fallback, PartitionReport
-from hil.recipes.arm_partition import compute_nodes
+from hil.recipes.arm_partition import compute_nodes, missing_cpu_kernels
 from hil.recipes.base import ExportProduct, Recipe
 from hil.recipes.host_program import host_program as make_host_program
 from hil.recipes.host_program import save_host_program
@@ -134,7 +134,9 @@ class CortexMRecipe(Recipe):
         pte = exporter_step(
             "serializing the program", case, lambda: bytes(edge.to_executorch().buffer)
         )
-        report = dataclasses.replace(report, pte_bytes=len(pte))
+        report = dataclasses.replace(
+            report, pte_bytes=len(pte), missing_kernels=missing_cpu_kernels(pte)
+        )
         return ExportProduct(
             pte=pte,
             output_scales=model.output_scales,

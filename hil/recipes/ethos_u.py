@@ -31,7 +31,7 @@ from typing import Any
 from hil.capture import captured_output
 from hil.case import BuiltCase
 from hil.errors import ExportError, UsageError
-from hil.recipes.arm_partition import lowered_modules, partition_report
+from hil.recipes.arm_partition import lowered_modules, missing_cpu_kernels, partition_report
 from hil.recipes.base import ExportProduct, Recipe
 from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
@@ -210,7 +210,9 @@ class EthosURecipe(Recipe):
             ),
         )
         shutil.rmtree(dump, ignore_errors=True)  # each delegate's folder holds its own copy
-        report = dataclasses.replace(report, pte_bytes=len(pte))
+        report = dataclasses.replace(
+            report, pte_bytes=len(pte), missing_kernels=missing_cpu_kernels(pte)
+        )
         return ExportProduct(
             pte=pte,
             output_scales=model.output_scales,

@@ -130,6 +130,16 @@ def fallback_table(records: Sequence[Record]) -> list[str]:
                     fallback.get("reason") or "-",
                 ]
             )
+        for missing in _partition(r).get("missing_kernels", ()):
+            rows.append(
+                [
+                    r["case"],
+                    r["target"],
+                    missing,
+                    "-",
+                    "no ExecuTorch CPU kernel (device load fails)",
+                ]
+            )
     if not rows:
         return []
     return table(["case", "target", "on the CPU", "count", "reason"], rows, right=(3,))
