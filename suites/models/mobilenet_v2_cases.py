@@ -31,6 +31,9 @@ DEPTH_ROUNDING = hil.ToleranceOverride(
     "PyTorch model is 7.9 output steps off eager, XNNPACK 8.8 (9.0 from the quantized model), "
     "both at 24 dB SQNR, which stays judged at the default 15 dB",
     int8_steps=16,
+    # On the TOSA reference model (u55-ref, u85-ref): 3 to 4 steps from the quantized PyTorch
+    # model, which requantizes with float scales where TOSA uses integer multipliers and shifts.
+    quantized_steps=5,
 )
 
 # Portable kernels take about 0.3 s an inference: a few runs give a stable median.

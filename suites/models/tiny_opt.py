@@ -105,6 +105,14 @@ CASES = (
         "tiny_opt",
         TINY,
         budget_ms=host_budgets(portable=12.0, xnnpack_fp32=2.0, xnnpack_int8=2.0),
+        # Its Ethos-U export takes about 150 s (TOSA lowering of the attention): NPU targets
+        # run it with --hil-full.
+        tags=frozenset({"full@ethos-u"}),
+        tolerance=hil.ToleranceOverride(
+            reason="u55-ref/u85-ref: 2 steps from the quantized PyTorch model (integer "
+            "requantization in 2 decoder layers); index_select and the mask stay on the CPU",
+            quantized_steps=3,
+        ),
     ),
     opt_case(
         "opt_125m",

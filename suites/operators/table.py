@@ -17,7 +17,7 @@ from torch import nn
 
 import hil
 from hil.recipes import RECIPES
-from suites.factories import half, ints, mask, uniform
+from suites.factories import half, ints, mask, seeded_inputs, uniform
 from suites.operators.rows import by_name, fn, op
 
 
@@ -99,6 +99,14 @@ FP16_ACCUMULATION = hil.ToleranceOverride(
     min_sqnr_db=50.0,
 )
 
+# Ethos-U: the int8 quantized model itself (to which u55-ref/u85-ref are bit-exact) is 14.3
+# output steps off eager at 35 dB SQNR; log_softmax's decomposition is quantized step by step.
+LOG_SOFTMAX_INT8 = hil.ToleranceOverride(
+    reason="EthosUQuantizer's int8 log_softmax is 14.3 output steps off eager at 35 dB SQNR in "
+    "the quantized PyTorch model itself; the NPU stand-ins match that model bit-exactly",
+    int8_steps=16,
+)
+
 IMG = (1, 8, 16, 16)  # the default activation: batch 1, 8 channels, 16 x 16
 VEC = (4, 64)  # the default matrix: 4 rows of 64 features
 LONGS = ints(2, 64, dtype=torch.int64)
@@ -135,7 +143,8 @@ OPERATORS: tuple[hil.Case, ...] = (
     op("mul_int32",                 fn(lambda a, b: a * b),                                 ints(2, 64), ints(2, 64), full=True),
     op("sub",                       fn(lambda a, b: a - b),                                 IMG, IMG),
     op("sub_int64",                 fn(lambda a, b: a - b),                                 LONGS, LONGS, full=True),
-    op("div",                       fn(lambda a, b: a / b),                                 IMG, uniform(*IMG, low=0.5, high=2.0)),
+    op("div",                       fn(lambda a, b: a / b),                                 IMG, uniform(*IMG, low=0.5, high=2.0),
+       calibration=lambda: [seeded_inputs(IMG, uniform(*IMG, low=0.5, high=2.0), seed=s)() for s in range(1, 5)]),
     # --- activations --------------------------------------------------------------------------
     op("relu",                      nn.ReLU,                                                IMG),
     op("relu6",                     nn.ReLU6,                                               uniform(*IMG, low=-8, high=8)),
@@ -150,7 +159,7 @@ OPERATORS: tuple[hil.Case, ...] = (
     op("leaky_relu",                lambda: nn.LeakyReLU(0.1),                              IMG, full=True),
     op("softmax",                   lambda: nn.Softmax(dim=-1),                             VEC),
     op("softmax_channels",          lambda: nn.Softmax(dim=1),                              IMG, full=True),
-    op("log_softmax",               lambda: nn.LogSoftmax(dim=-1),                          VEC),
+    op("log_softmax",               lambda: nn.LogSoftmax(dim=-1),                          VEC, tolerance=LOG_SOFTMAX_INT8),
     # --- normalization ------------------------------------------------------------------------
     op("layer_norm",                lambda: layer_norm(64),                                 (2, 10, 64)),
     op("batch_norm",                lambda: batch_norm(8),                                  IMG, recipes=BUT_XNNPACK_INT8),
