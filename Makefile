@@ -6,9 +6,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# Targets that need no hardware run on any machine once `make suites` has set it up; the FVP
-# targets run where an Arm Corstone FVP is installed and skip with the install steps elsewhere.
-SUITE_TARGETS ?= host fvp-u55 fvp-u85 pi5-emu
+# Targets that need no hardware run on any machine once `make suites` has set it up (u55-ref and
+# u85-ref: Ethos-U numerics from the TOSA reference model, cycles and memory estimated by Vela);
+# the FVP targets run where an Arm Corstone FVP is installed and skip with the install steps.
+SUITE_TARGETS ?= host u55-ref u85-ref fvp-u55 fvp-u85 pi5-emu
 SUITE_ARGS    ?=
 REPORT_ARGS   ?=
 RESULTS_DIR   := .hil/results
@@ -71,6 +72,7 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/cold_warm.py
+	$(BIN)/python bench/npu_vs_executorch.py
 	$(BIN)/python bench/ssh_deploy.py
 
 clean:
