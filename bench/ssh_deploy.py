@@ -80,7 +80,7 @@ def main() -> int:
         target = session.target("pi5-emu")
         assert isinstance(target, SshTarget)
         raw, copy, full, stream = [], [], [], []
-        for repeat in range(args.repeats):
+        for _ in range(args.repeats):
             for artifact in artifacts:
                 pte, sha = artifact.pte_path, artifact.sha256
                 raw.append(raw_sftp_seconds(target, pte))
@@ -93,11 +93,11 @@ def main() -> int:
                 deployment = target.deploy(artifact)
                 full.append(time.perf_counter() - started)
                 assert deployment.bytes_sent == size
-            if repeat == 0:
-                started = time.perf_counter()
-                target.client.load(artifacts[0].pte_path.read_bytes(), artifacts[0].sha256)
-                stream.append(time.perf_counter() - started)
         again = target.deploy(artifact)
+        for other in artifacts:  # last: the runner then holds a model behind the target's back
+            started = time.perf_counter()
+            target.client.load(other.pte_path.read_bytes(), other.sha256)
+            stream.append(time.perf_counter() - started)
     with Session(devices=devices, results_dir=scratch / "results") as later:
         restarted = later.target("pi5-emu")
         started = time.perf_counter()
