@@ -161,6 +161,8 @@ class HilPlugin:
     def pytest_sessionstart(self) -> None:
         folder = self.state.session.results_dir
         folder.mkdir(parents=True, exist_ok=True)
+        if hasattr(self.config, "workerinput"):
+            return  # an xdist worker: the controller gets every report and keeps the file
         self.results_file = folder / "records.jsonl"
         self.results_file.write_text("")
 

@@ -56,7 +56,9 @@ def hil_target(
     except HilError as e:
         if earlier is not None:
             pytest.skip(f"target {name} is out of service since an earlier failure: {earlier}")
-        request.node.user_properties.append((RECORD_KEY, error_record(hil_variant, e)))
+        record = error_record(hil_variant, e)
+        request.node.user_properties.append((RECORD_KEY, record))
+        request.config.hook.pytest_hil_error(item=request.node, record=record, error=e)
         raise
 
 

@@ -25,6 +25,9 @@ class Variant:
     def id(self) -> str:
         return f"{self.case_id}-{self.target}-{self.recipe}"
 
+    def __repr__(self) -> str:  # stable across runs: reports key their history on it
+        return self.id
+
 
 @dataclass(frozen=True)
 class HilState:

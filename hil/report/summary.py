@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from hil.report.fmt import timing_suffix
+
 Record = Mapping[str, Any]
 
 
@@ -54,7 +56,7 @@ def _latency(record: Record, field: str) -> str:
 
 def _timing_mark(latency: Mapping[str, Any]) -> str:
     """Estimated and emulated times never pass for measurements on silicon."""
-    return {"estimated": " (est)", "emulated": " (emu)"}.get(latency.get("timing") or "", "")
+    return timing_suffix(latency.get("timing"))
 
 
 def _budget(record: Record) -> str:
