@@ -43,7 +43,7 @@ CHECKS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "host": ("hil.doctor.checks:check_executorch",),
         "ethos_u_ref": ("hil.doctor.checks:check_executorch", "hil.doctor.checks:check_tosa"),
         "cortex_m_ref": ("hil.doctor.checks:check_executorch",),
-        "ssh": ("hil.doctor.checks:check_ssh",),
+        "ssh": ("hil.doctor.ssh:check_ssh",),
     }
 )
 

@@ -122,3 +122,15 @@ def test_the_summary_labels_emulated_latency_everywhere() -> None:
     assert "latency emulated" in lines[0]
     latency_rows = [line for line in lines if line.startswith("c ")]
     assert latency_rows and all(line.count("(emu)") >= 2 for line in latency_rows)
+
+
+def test_doctor_says_what_a_real_pi_lacks_in_pytests_words(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hil.doctor import diagnose
+
+    monkeypatch.delenv("RACK_HOST", raising=False)
+    device = spec(tmp_path, host="$RACK_HOST", user="pi", identity="~/id", known_hosts="~/kh")
+    diagnosis = diagnose(device)
+    assert not diagnosis.ready
+    assert diagnosis.verdict().startswith("skipped by pytest: target rack unavailable: ")
+    assert "RACK_HOST" in diagnosis.verdict()
