@@ -118,6 +118,16 @@ CASES = (
         "opt_125m",
         {},
         tags=frozenset({"large"}),
-        timing=TimingPolicy(warmup=1, min_runs=3, min_time_s=0.2, max_runs=50, max_time_s=2.0),
+        # One inference takes about 57 s on the portable kernels (0.34 s on XNNPACK): one warm-up
+        # and one timed run there, more where runs are fast.
+        timing=TimingPolicy(warmup=1, min_runs=1, min_time_s=1.0, max_runs=50, max_time_s=3.0),
+        tolerance=hil.ToleranceOverride(
+            reason="12 random-weight decoder layers, 1.6 M logits: the quantized PyTorch model "
+            "itself is 23.9 output steps off eager at its worst logit (99.99th percentile 8.5), "
+            "XNNPACK 23.9 too and within 6 steps of the quantized model; SQNR 23.8 dB stays "
+            "judged at 15 dB (measured on host)",
+            int8_steps=32,
+        ),
+        budget_ms=host_budgets(portable=240_000.0, xnnpack_fp32=1500.0, xnnpack_int8=600.0),
     ),
 )

@@ -16,7 +16,6 @@ import torch.nn.functional as F
 from torch import nn
 
 import hil
-from hil.recipes import RECIPES
 from suites.factories import half, ints, mask, seeded_inputs, uniform
 from suites.operators.rows import by_name, fn, op
 
@@ -87,11 +86,11 @@ INT_SCALAR_AS_FLOAT = (
     "(_convert_scalars_to_attrs), so an int32 + 2 becomes float and the graph no longer exports"
 )
 FLOAT_RECIPES = frozenset({"portable", "xnnpack-fp32"})  # a float16 model is a float deployment
-# A batch_norm node costs the XNNPACK int8 export 25 s (torchao's conv-bn QAT folding pass
-# exports 108 pattern graphs), and XNNPACK's quantizer leaves a lone batch norm in float anyway:
-# the default row skips that recipe, the full sweep runs it as its own row.
-XNNPACK_INT8 = frozenset({"xnnpack-int8"})
-BUT_XNNPACK_INT8 = frozenset(RECIPES) - XNNPACK_INT8
+# XNNPACK's quantizer leaves these operators in float: their xnnpack-int8 .pte is byte for byte
+# the xnnpack-fp32 one (measured on 25 of the default rows), so the default run checks that
+# program once and --hil-full also puts it through the int8 recipe. For batch_norm this also
+# saves 25 s: a batch_norm node costs the int8 export torchao's conv-bn QAT folding pass.
+INT8_IS_FP32 = frozenset({"full@xnnpack-int8"})
 FP16_ACCUMULATION = hil.ToleranceOverride(
     reason="float16 model: eager accumulates in fp32 and rounds once, the kernels round in fp16; "
     "allow 4 fp16 ulps at the output peak (2.14 -> ulp 2^-9) and 50 dB",
@@ -110,6 +109,7 @@ LOG_SOFTMAX_INT8 = hil.ToleranceOverride(
 IMG = (1, 8, 16, 16)  # the default activation: batch 1, 8 channels, 16 x 16
 VEC = (4, 64)  # the default matrix: 4 rows of 64 features
 LONGS = ints(2, 64, dtype=torch.int64)
+DIVISOR = uniform(*IMG, low=0.5, high=2.0)  # away from zero
 
 # fmt: off
 OPERATORS: tuple[hil.Case, ...] = (
@@ -128,78 +128,77 @@ OPERATORS: tuple[hil.Case, ...] = (
     op("linear_nobias",             lambda: nn.Linear(64, 32, bias=False),                  VEC, full=True),
     op("linear_fp16",               lambda: nn.Linear(64, 32).half(),                       half(*VEC),
        full=True, recipes=FLOAT_RECIPES, tolerance=FP16_ACCUMULATION),
-    op("matmul",                    fn(lambda a, b: a @ b),                                 (16, 32), (32, 8)),
+    op("matmul",                    fn(lambda a, b: a @ b),                                 (16, 32), (32, 8), tags=INT8_IS_FP32),
     op("matmul_batched",            fn(lambda a, b: torch.bmm(a, b)),                       (4, 16, 32), (4, 32, 8), full=True),
     # --- elementwise arithmetic ---------------------------------------------------------------
     op("add",                       fn(lambda a, b: a + b),                                 IMG, IMG),
     op("add_broadcast",             fn(lambda a, b: a + b),                                 IMG, (1, 8, 1, 1), full=True),
     op("add_scalar",                fn(lambda a: a + 0.5),                                  IMG, full=True),
-    op("add_int32",                 fn(lambda a, b: a + b),                                 ints(2, 64), ints(2, 64)),
+    op("add_int32",                 fn(lambda a, b: a + b),                                 ints(2, 64), ints(2, 64), tags=INT8_IS_FP32),
     op("add_scalar_int32",          fn(lambda a: a + 2),                                    ints(2, 64),
        full=True, xfail={"xnnpack-int8": INT_SCALAR_AS_FLOAT}),
     op("add_fp16",                  fn(lambda a, b: a + b),                                 half(*IMG), half(*IMG), full=True),
     op("mul",                       fn(lambda a, b: a * b),                                 IMG, IMG),
     op("mul_broadcast",             fn(lambda a, b: a * b),                                 IMG, (16,), full=True),
     op("mul_int32",                 fn(lambda a, b: a * b),                                 ints(2, 64), ints(2, 64), full=True),
-    op("sub",                       fn(lambda a, b: a - b),                                 IMG, IMG),
+    op("sub",                       fn(lambda a, b: a - b),                                 IMG, IMG, tags=INT8_IS_FP32),
     op("sub_int64",                 fn(lambda a, b: a - b),                                 LONGS, LONGS, full=True),
-    op("div",                       fn(lambda a, b: a / b),                                 IMG, uniform(*IMG, low=0.5, high=2.0),
-       calibration=lambda: [seeded_inputs(IMG, uniform(*IMG, low=0.5, high=2.0), seed=s)() for s in range(1, 5)]),
+    op("div",                       fn(lambda a, b: a / b),                                 IMG, DIVISOR, tags=INT8_IS_FP32,
+       calibration=lambda: [seeded_inputs(IMG, DIVISOR, seed=s)() for s in range(1, 5)]),
     # --- activations --------------------------------------------------------------------------
-    op("relu",                      nn.ReLU,                                                IMG),
-    op("relu6",                     nn.ReLU6,                                               uniform(*IMG, low=-8, high=8)),
-    op("hardswish",                 nn.Hardswish,                                           uniform(*IMG, low=-4, high=4)),
+    op("relu",                      nn.ReLU,                                                IMG, tags=INT8_IS_FP32),
+    op("relu6",                     nn.ReLU6,                                               uniform(*IMG, low=-8, high=8), tags=INT8_IS_FP32),
+    op("hardswish",                 nn.Hardswish,                                           uniform(*IMG, low=-4, high=4), tags=INT8_IS_FP32),
     op("hardsigmoid",               nn.Hardsigmoid,                                         uniform(*IMG, low=-4, high=4), full=True),
-    op("sigmoid",                   nn.Sigmoid,                                             IMG),
-    op("tanh",                      nn.Tanh,                                                IMG),
-    op("gelu",                      nn.GELU,                                                IMG),
+    op("sigmoid",                   nn.Sigmoid,                                             IMG, tags=INT8_IS_FP32),
+    op("tanh",                      nn.Tanh,                                                IMG, tags=INT8_IS_FP32),
+    op("gelu",                      nn.GELU,                                                IMG, tags=INT8_IS_FP32),
     op("gelu_tanh",                 lambda: nn.GELU(approximate="tanh"),                    IMG,
        full=True, xfail={"xnnpack-fp32": GELU_TANH_AS_ERF}),
     op("silu",                      nn.SiLU,                                                IMG, full=True),
     op("leaky_relu",                lambda: nn.LeakyReLU(0.1),                              IMG, full=True),
-    op("softmax",                   lambda: nn.Softmax(dim=-1),                             VEC),
+    op("softmax",                   lambda: nn.Softmax(dim=-1),                             VEC, tags=INT8_IS_FP32),
     op("softmax_channels",          lambda: nn.Softmax(dim=1),                              IMG, full=True),
-    op("log_softmax",               lambda: nn.LogSoftmax(dim=-1),                          VEC, tolerance=LOG_SOFTMAX_INT8),
+    op("log_softmax",               lambda: nn.LogSoftmax(dim=-1),                          VEC, tolerance=LOG_SOFTMAX_INT8, tags=INT8_IS_FP32),
     # --- normalization ------------------------------------------------------------------------
-    op("layer_norm",                lambda: layer_norm(64),                                 (2, 10, 64)),
-    op("batch_norm",                lambda: batch_norm(8),                                  IMG, recipes=BUT_XNNPACK_INT8),
-    op("batch_norm_xnnpack_int8",   lambda: batch_norm(8),                                  IMG, full=True, recipes=XNNPACK_INT8),
+    op("layer_norm",                lambda: layer_norm(64),                                 (2, 10, 64), tags=INT8_IS_FP32),
+    op("batch_norm",                lambda: batch_norm(8),                                  IMG, tags=INT8_IS_FP32),
     op("batch_norm_1d",             lambda: batch_norm_1d(64),                              VEC, full=True),
     op("local_response_norm_2d",    lambda: ChannelLRN(5),                                  IMG),
     op("local_response_norm",       lambda: nn.LocalResponseNorm(5),                        IMG, full=True, xfail=NO_AVG_POOL3D),
     op("local_response_norm_3",     lambda: nn.LocalResponseNorm(3, alpha=1e-3),            (1, 16, 8, 8),
        full=True, xfail=NO_AVG_POOL3D),
     # --- pooling and reductions ---------------------------------------------------------------
-    op("avg_pool2d",                lambda: nn.AvgPool2d(2),                                IMG),
+    op("avg_pool2d",                lambda: nn.AvgPool2d(2),                                IMG, tags=INT8_IS_FP32),
     op("avg_pool2d_padded",         lambda: nn.AvgPool2d(3, 2, 1, count_include_pad=False), IMG, full=True),
-    op("max_pool2d",                lambda: nn.MaxPool2d(3, stride=2, padding=1),           IMG),
+    op("max_pool2d",                lambda: nn.MaxPool2d(3, stride=2, padding=1),           IMG, tags=INT8_IS_FP32),
     op("max_pool2d_2x2",            lambda: nn.MaxPool2d(2),                                IMG, full=True),
     op("adaptive_avg_pool2d",       lambda: nn.AdaptiveAvgPool2d(1),                        IMG),
     op("adaptive_avg_pool2d_2",     lambda: nn.AdaptiveAvgPool2d(2),                        IMG, full=True),
-    op("mean",                      fn(lambda x: x.mean(dim=(2, 3), keepdim=True)),         IMG),
+    op("mean",                      fn(lambda x: x.mean(dim=(2, 3), keepdim=True)),         IMG, tags=INT8_IS_FP32),
     op("mean_last",                 fn(lambda x: x.mean(dim=-1)),                           VEC, full=True),
-    op("sum",                       fn(lambda x: x.sum(dim=-1)),                            VEC),
+    op("sum",                       fn(lambda x: x.sum(dim=-1)),                            VEC, tags=INT8_IS_FP32),
     op("sum_int32",                 fn(lambda x: x.sum(dim=-1)),                            ints(*VEC), full=True),
     # --- data movement ------------------------------------------------------------------------
     op("cat",                       fn(lambda a, b: torch.cat([a, b], dim=1)),              IMG, (1, 4, 16, 16)),
     op("cat_three_last",            fn(lambda a, b, c: torch.cat([a, b, c], dim=-1)),       VEC, VEC, (4, 8), full=True),
-    op("split",                     fn(lambda x: torch.split(x, [3, 5], dim=1)),            IMG),
+    op("split",                     fn(lambda x: torch.split(x, [3, 5], dim=1)),            IMG, tags=INT8_IS_FP32),
     op("chunk",                     fn(lambda x: torch.chunk(x, 4, dim=-1)),                VEC, full=True),
-    op("reshape",                   fn(lambda x: x.reshape(1, 8, -1)),                      IMG),
+    op("reshape",                   fn(lambda x: x.reshape(1, 8, -1)),                      IMG, tags=INT8_IS_FP32),
     op("flatten",                   fn(lambda x: torch.flatten(x, 1)),                      IMG, full=True),
-    op("permute",                   fn(lambda x: x.permute(0, 2, 3, 1)),                    IMG),
-    op("transpose",                 fn(lambda x: x.transpose(1, 2)),                        (2, 10, 64)),
-    op("pad",                       fn(lambda x: F.pad(x, (1, 2, 0, 1))),                   IMG),
+    op("permute",                   fn(lambda x: x.permute(0, 2, 3, 1)),                    IMG, tags=INT8_IS_FP32),
+    op("transpose",                 fn(lambda x: x.transpose(1, 2)),                        (2, 10, 64), tags=INT8_IS_FP32),
+    op("pad",                       fn(lambda x: F.pad(x, (1, 2, 0, 1))),                   IMG, tags=INT8_IS_FP32),
     op("pad_reflect",               fn(lambda x: F.pad(x, (2, 2, 2, 2), mode="reflect")),   IMG, full=True),
     op("pad_replicate",             fn(lambda x: F.pad(x, (1, 1, 1, 1), mode="replicate")), IMG, full=True),
-    op("upsample_nearest",          lambda: nn.Upsample(scale_factor=2, mode="nearest"),    IMG),
-    op("upsample_bilinear",         lambda: nn.Upsample(scale_factor=2, mode="bilinear"),   IMG, full=True),
+    op("upsample_nearest",          lambda: nn.Upsample(scale_factor=2, mode="nearest"),    IMG, tags=INT8_IS_FP32),
+    op("upsample_bilinear",         lambda: nn.Upsample(scale_factor=2, mode="bilinear"),   IMG, tags=INT8_IS_FP32),
     op("upsample_bilinear_aligned", lambda: nn.Upsample(scale_factor=2, mode="bilinear",
                                                         align_corners=True),            IMG, full=True),
     # --- selection ----------------------------------------------------------------------------
-    op("clamp",                     fn(lambda x: x.clamp(-0.5, 0.5)),                       IMG),
+    op("clamp",                     fn(lambda x: x.clamp(-0.5, 0.5)),                       IMG, tags=INT8_IS_FP32),
     op("clamp_min",                 fn(lambda x: x.clamp(min=0.25)),                        IMG, full=True),
-    op("where",                     fn(lambda c, a, b: torch.where(c, a, b)),               mask(*IMG), IMG, IMG),
+    op("where",                     fn(lambda c, a, b: torch.where(c, a, b)),               mask(*IMG), IMG, IMG, tags=INT8_IS_FP32),
     op("where_compare",             fn(lambda a, b: torch.where(a > b, a, b)),              IMG, IMG, full=True),
     op("where_scalar",              fn(lambda c, a: torch.where(c, a, 0.0)),                mask(*IMG), IMG, full=True),
     op("where_int32",               fn(lambda c, a, b: torch.where(c, a, b)),               mask(2, 64), ints(2, 64), ints(2, 64), full=True),
