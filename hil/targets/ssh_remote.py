@@ -23,7 +23,7 @@ from hil.aarch64_sdk import RunnerBundle
 from hil.errors import DeployError
 from hil.transports.ssh import SshConnection, quote, sftp_quote
 
-KEEP_MODELS = 12  # newest model files kept on the device; older ones are removed after a copy
+KEEP_MODEL_BYTES = 4 << 30  # the newest model files kept on the device, pruned at provisioning
 FACTS_SCRIPT = r"""
 lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1; echo '--'
 sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1; echo '--'
@@ -98,14 +98,15 @@ class RemoteTree:
         )
 
     def prepare(self) -> None:
-        """Create the folders, make sure they are writable, keep only the newest KEEP_MODELS
-        models (the device's disk is not endless); learn the absolute path."""
+        """Create the folders, make sure they are writable, keep the newest models up to
+        KEEP_MODEL_BYTES (the device's disk is not endless); learn the absolute path."""
         d = quote(self.remote_dir)
         done = self.connection.run(
             f"mkdir -p {d}/runner {d}/models && cd {d} && "
             "probe=.hil-write-test.$$ && : > \"$probe\" && rm -f \"$probe\" && "
-            f"(cd models && ls -t -- *.pte 2>/dev/null | tail -n +{KEEP_MODELS + 1} "
-            "| xargs -r rm -f --; rm -f -- *.part) && pwd -P"
+            "(cd models && rm -f -- *.part; total=0; ls -t -- *.pte 2>/dev/null | "
+            "while read -r f; do total=$((total + $(stat -c %s \"$f\"))); "
+            f"[ $total -le {KEEP_MODEL_BYTES} ] || rm -f -- \"$f\"; done) && pwd -P"
         )
         if done.returncode != 0:
             raise self._fail(f"cannot use the folder {self.remote_dir}", _words(done.stderr))
