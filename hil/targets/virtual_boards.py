@@ -52,7 +52,8 @@ class ProcessBoard:
     def _open_log(self, what: str) -> IO[bytes]:
         folder = board_log_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        self._log_path = (folder / f"{self.name}.log").resolve()
+        # one file per board and test process: parallel workers do not mix their logs
+        self._log_path = (folder / f"{self.name}-{os.getpid()}.log").resolve()
         self._log_file = self._log_path.open("ab")
         self._log_file.write(f"--- {time.strftime('%H:%M:%S')} starting {what}\n".encode())
         self._log_file.flush()
