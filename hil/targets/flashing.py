@@ -61,7 +61,8 @@ class CommandFlasher:
 
 
 class LabgridFlasher:
-    """Flashes through a labgrid target's bootstrap driver (OpenOCDDriver, ...)."""
+    """Flashes through a labgrid target's driver: a BootstrapProtocol one (OpenOCDDriver and
+    the like) or a FlashScriptDriver."""
 
     def __init__(self, config: str, target: str, driver: str) -> None:
         self.config = config
@@ -78,9 +79,11 @@ class LabgridFlasher:
             raise TargetUnavailable("labgrid is not installed", fix="pip install labgrid") from e
         try:
             target = Environment(self.config).get_target(self.target)
-            driver: Any = target.get_driver(self.driver)
-            target.activate(driver)
-            driver.load(str(image))
+            driver: Any = target.get_driver(self.driver)  # bound and activated
+            if hasattr(driver, "load"):  # BootstrapProtocol: OpenOCDDriver and kin
+                driver.load(str(image))
+            else:  # FlashScriptDriver
+                driver.flash(image=str(image))
         except Exception as e:  # labgrid raises its own exception types from many places
             raise DeployError(
                 f"labgrid could not flash {image} with {self.driver}: {type(e).__name__}: {e}",
