@@ -27,7 +27,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from hil.arrays import Array
-from hil.case import BuiltCase, Inputs
+from hil.case import BuiltCase
 from hil.errors import CacheError
 from hil.fingerprint import (
     digest_of,
@@ -65,17 +65,6 @@ class QuantizedModel:
     reference: tuple[Array, ...]  # the quantized PyTorch model's outputs on the case's inputs
     key: str
     reused: bool  # True when another recipe (or an earlier run) built it
-
-
-def prepared_case(
-    built: BuiltCase, transform: Callable[[torch.Tensor], torch.Tensor] | None
-) -> BuiltCase:
-    """The case with its inputs and calibration passed through `transform` (e.g. channels-last)."""
-    if transform is None:
-        return built
-    samples = [tuple(transform(t) for t in s) for s in built.calibration_or_default()]
-    inputs: Inputs = tuple(transform(t) for t in built.inputs)
-    return replace(built, inputs=inputs, calibration=samples)
 
 
 def prepare(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
