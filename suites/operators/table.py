@@ -17,58 +17,8 @@ from torch import nn
 
 import hil
 from suites.factories import half, ints, mask, seeded_inputs, uniform
+from suites.operators.modules import ChannelLRN, batch_norm, batch_norm_1d, layer_norm
 from suites.operators.rows import by_name, fn, op
-
-
-def randomized(module: nn.Module) -> nn.Module:
-    """Give a norm layer non-trivial affine parameters and running statistics (seeded by `op`).
-
-    Freshly built norms are the identity (weight 1, bias 0, mean 0, var 1), which would let a
-    wrong scale or shift pass unnoticed.
-    """
-    with torch.no_grad():
-        for name, tensor in [*module.named_parameters(), *module.named_buffers()]:
-            if name.endswith("weight"):
-                tensor.uniform_(0.5, 1.5)
-            elif name.endswith(("bias", "running_mean")):
-                tensor.normal_(0.0, 0.5)
-            elif name.endswith("running_var"):
-                tensor.uniform_(0.5, 2.0)
-    return module
-
-
-class ChannelLRN(nn.Module):
-    """Local response normalization across channels written with avg_pool2d (a 4-d pool).
-
-    Same formula as nn.LocalResponseNorm for odd sizes, x / (k + alpha * mean(x^2))^beta over
-    `size` neighbouring channels with zero padding, but without the 5-d avg_pool3d that
-    PyTorch's version decomposes into (no host kernel for it; see NO_AVG_POOL3D).
-    """
-
-    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
-        super().__init__()
-        if size % 2 != 1:
-            raise ValueError("ChannelLRN matches nn.LocalResponseNorm for odd sizes only")
-        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n, c, h, w = x.shape
-        squares = (x * x).reshape(n, 1, c, h * w)  # channels become the pooled axis
-        mean = F.avg_pool2d(squares, (self.size, 1), stride=1, padding=(self.size // 2, 0))
-        return x / (self.k + self.alpha * mean.reshape(n, c, h, w)) ** self.beta
-
-
-def batch_norm(channels: int) -> nn.Module:
-    return randomized(nn.BatchNorm2d(channels))
-
-
-def layer_norm(features: int) -> nn.Module:
-    return randomized(nn.LayerNorm(features))
-
-
-def batch_norm_1d(features: int) -> nn.Module:
-    return randomized(nn.BatchNorm1d(features))
-
 
 # Why rows are restricted or expected to fail (measured on ExecuTorch 1.5.1, torch 2.13).
 _MISSING_KERNEL = (

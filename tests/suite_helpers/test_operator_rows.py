@@ -8,8 +8,9 @@ from torch import nn
 
 from hil.fingerprint import model_fingerprint
 from suites.factories import ints, mask, seeded_inputs, uniform
+from suites.operators.modules import ChannelLRN
 from suites.operators.rows import by_name, fn, op
-from suites.operators.table import OPERATORS, TABLE, ChannelLRN
+from suites.operators.table import OPERATORS, TABLE
 
 
 def test_a_row_builds_the_same_weights_and_inputs_every_time() -> None:
