@@ -13,7 +13,8 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     ├── TargetError
     │   ├── TargetUnavailable  the target cannot exist here (missing tool): skip, with the fix
     │   ├── InfrastructureError  lost link, hung emulator, dead board: not the model's fault
-    │   │   └── TransportError / ProtocolError / LinkTimeout
+    │   │   ├── TransportError / ProtocolError / LinkTimeout
+    │   │   └── InfrastructureRecovered  the attempt was lost, the target recovered (retry it)
     │   ├── TargetCrash        the runner faulted or asserted while running the model
     │   ├── DeployError        the model could not be put on the target
     │   └── TargetStateError   a lifecycle method called in the wrong state (a bug in the caller)
@@ -82,6 +83,16 @@ class ProtocolError(InfrastructureError):
 
 class LinkTimeout(InfrastructureError):
     """The peer did not answer in time."""
+
+
+class InfrastructureRecovered(InfrastructureError):
+    """This attempt was lost to the infrastructure, and the target has recovered by itself
+    (a board power-cycled, or another board of a pool taken): it stays in service, and the
+    case may be retried. `recovery` says what was done."""
+
+    def __init__(self, message: str, *, fix: str | None = None, recovery: str = "") -> None:
+        super().__init__(message, fix=fix)
+        self.recovery = recovery
 
 
 class TargetCrash(TargetError):

@@ -4,6 +4,8 @@
 
 Targets are provisioned on first use and reused; a target that failed to provision stays
 broken and every later request gets the first cause again, at once (labgrid's never-retry).
+A check that fails on the infrastructure is retried `retries` times (hil.retries); verdicts
+on the model never are.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from hil.budgets import latency_stats
 from hil.cache import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import DeviceRegistry, TimingPolicy, default_device_dirs
-from hil.errors import HilError, InfrastructureError, TargetCrash
+from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
 from hil.fingerprint import (
     digest_of,
     input_spec,
@@ -35,6 +37,7 @@ from hil.judge import Observation, Reference, judge
 from hil.recipes import Recipe, make_recipe
 from hil.recipes.lowering import run_reference
 from hil.result import CheckResult
+from hil.retries import Attempts, check_with_retries
 from hil.targets import Target, make_target
 from hil.timing import timed_runs
 
@@ -65,6 +68,7 @@ class Session:
         cache_dir: Path | None = None,
         results_dir: Path | None = None,
         progress: Progress | None = None,
+        retries: int = 0,
     ) -> None:
         self._devices = devices
         self.cache = ArtifactCache(cache_dir or default_cache_dir())
@@ -75,6 +79,8 @@ class Session:
         self._built: dict[str, tuple[Case, BuiltCase]] = {}
         self._eager: dict[str, Reference] = {}
         self._fingerprints: dict[str, str] = {}
+        self.retries = retries  # infrastructure failures retried per check
+        self.last_attempts: Attempts | None = None  # every attempt of the latest check
 
     # -- the parts -------------------------------------------------------------------------
 
@@ -108,6 +114,17 @@ class Session:
 
     def broken_cause(self, name: str) -> HilError | None:
         return self._broken.get(name)
+
+    def reinstate(self, name: str) -> None:
+        """Lift an out-of-service mark, so the next use provisions the target afresh (a retry)."""
+        self._broken.pop(name, None)
+        self._drop(name)
+
+    def board_of(self, name: str) -> str | None:
+        """Where the target's next check runs (its labgrid place if it has one, else its
+        name); None while it is not provisioned."""
+        target = self._targets.get(name)
+        return target.describe().get("place", name) if target is not None else None
 
     def built(self, case: Case) -> BuiltCase:
         """The case's module and inputs, built once while the case is in use.
@@ -176,13 +193,27 @@ class Session:
         """Export, deploy, run and judge one case on one target with one recipe.
 
         A runner crash drops the target, so the next check provisions it afresh; any other
-        infrastructure failure (lost link, hang) takes the target out of service for the session.
+        infrastructure failure (lost link, hang) takes the target out of service for the session,
+        unless the target recovered by itself (InfrastructureRecovered). Infrastructure failures
+        are retried `self.retries` times; `last_attempts` keeps every attempt.
         """
+        result, error, self.last_attempts = check_with_retries(
+            self, case, target, recipe, lambda: self._check_once(case, target, recipe),
+            self.retries,
+        )
+        if error is not None:
+            raise error
+        assert result is not None
+        return result
+
+    def _check_once(self, case: Case, target: str, recipe: str | None) -> CheckResult:
         try:
             return self._check(case, target, recipe)
         except TargetCrash:
             self._drop(target)
             raise
+        except InfrastructureRecovered:
+            raise  # the target is in service again (power-cycled, another board)
         except InfrastructureError as e:
             self.mark_broken(target, e)
             raise

@@ -1,4 +1,5 @@
-"""Target kinds, one module each; `make_target` picks the class a device spec's kind names."""
+"""Target kinds, one module each; `make_target` picks the class a device spec's kind names
+(a device whose connection names a labgrid place is the kind's board leased through hil.lab)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ TARGET_CLASSES = {
 
 
 def make_target(spec: DeviceSpec) -> Target:
+    if "labgrid" in spec.connection:  # a serial or ssh board leased from a labgrid lab
+        from hil.lab.target import LabTarget
+
+        return LabTarget(spec)
     try:
         module_name, class_name = TARGET_CLASSES[spec.kind].split(":")
     except KeyError:

@@ -7,7 +7,8 @@ port URL the board gives and speaks the runner protocol over it.
 
 Device file, `connection` keys:
 
-    port: /dev/ttyACM0        a device node, a pty, socket://HOST:PORT, rfc2217://HOST:PORT
+    port: /dev/ttyACM0        a device node, a pty, socket://HOST:PORT, rfc2217://HOST:PORT,
+                              telnet://HOST:PORT (ser2net's telnet port, as labgrid exports it)
     virtual: host-runner      or qemu-mps3-an547: a local stand-in instead of a port
     baudrate: 115200
     firmware: host            preset in firmware/CMakePresets.json, or {preset, defines}
@@ -47,7 +48,10 @@ from hil.protocol.client import LinkPolicy, RunnerClient
 from hil.targets.base import Deployment, RunResult, Target
 from hil.targets.board import Board, PortBoard, make_board, string_list
 from hil.targets.flashing import make_flasher
+from hil.transports import Link
 from hil.transports.serial_link import SerialLink
+from hil.transports.telnet_link import SCHEME as TELNET
+from hil.transports.telnet_link import TelnetLink
 
 R = TypeVar("R")
 DEFAULT_PRESET = {"host-runner": "host", "qemu-mps3-an547": "cortex-m55"}
@@ -55,7 +59,7 @@ DEFAULT_PRESET = {"host-runner": "host", "qemu-mps3-an547": "cortex-m55"}
 
 class SerialTarget(Target):
     _board: Board
-    _link: SerialLink | None
+    _link: Link | None
     _client: RunnerClient
     _info: m.RunnerInfo
     _runner: firmware.BuiltRunner | None
@@ -84,7 +88,7 @@ class SerialTarget(Target):
 
     def _connect(self) -> None:
         url = self._board.start()
-        self._link, self._client = open_client(self.spec, url)
+        self._link, self._client = open_link(self.spec, url)
         self._info = self._call("the handshake", self._client.hello)
         self._held = self._info.held_sha256 if self._info.holds_model else None
         self.log.info(
@@ -252,6 +256,14 @@ def prepare_board(spec: DeviceSpec) -> tuple[firmware.BuiltRunner | None, Board]
     return runner, board
 
 
+def open_link(spec: DeviceSpec, url: str) -> tuple[Link, RunnerClient]:
+    """A client on any port URL: telnet:// through hil's telnet link, the rest through pyserial."""
+    if url.startswith(f"{TELNET}://"):
+        link = TelnetLink(url).open()
+        return link, RunnerClient(link, name=spec.name, policy=link_policy(spec.connection))
+    return open_client(spec, url)
+
+
 def open_client(spec: DeviceSpec, url: str) -> tuple[SerialLink, RunnerClient]:
     link = SerialLink(url, baudrate=int(spec.connection.get("baudrate", 115200))).open()
     return link, RunnerClient(link, name=spec.name, policy=link_policy(spec.connection))
@@ -262,7 +274,7 @@ def runner_client(spec: DeviceSpec) -> Iterator[RunnerClient]:
     """A started board and a client on its link, for tools (selftest) rather than model runs."""
     _, board = prepare_board(spec)
     try:
-        link, client = open_client(spec, board.start())
+        link, client = open_link(spec, board.start())
         try:
             yield client
         finally:
