@@ -1,17 +1,22 @@
 """Ethos-U55 / Ethos-U85 without silicon: the TOSA reference model plus Vela's estimate.
 
 The target runs what an Ethos-U system would run, from the artifact's side files (see
-hil.recipes.ethos_u): the non-delegated part of the program on the host's CPU (PyTorch kernels),
-and each NPU delegate as the TOSA graph Vela compiled, in Arm's TOSA reference model
-(hil.tosa_delegate). Every run executes both afresh; a warm run only skips the export.
+hil.recipes.ethos_u): each NPU delegate as the TOSA graph Vela compiled, in Arm's TOSA reference
+model (hil.tosa_delegate), and the non-delegated rest on this CPU. Every run executes both
+afresh; a warm run only skips the export.
 
-Latency and memory are Vela's estimate for the configured NPU, system config and memory mode:
-timings carry `timing="estimated"` and the counters say so in their names' documentation below.
-No wall time of the reference model is reported: it says nothing about the NPU.
+What it does not model: the CPU part runs on PyTorch's kernels, not on ExecuTorch's portable
+kernels as on a device (the recipe lists CPU operators that have no ExecuTorch kernel at all), and
+the NPU's own arithmetic is taken to be TOSA's, which is what Vela compiles to.
 
-Counters: npu_cycles, total_cycles, est_time_us, clock_hz, sram_bytes, dram_bytes, flash_bytes,
-vela_macs (Vela's estimate), macs and npu_macs (hil's count), macs_per_cycle, mac_utilization,
-delegates, delegated_fraction, fallback_ops, pte_bytes.
+Latency and memory are Vela's estimate for the configured NPU, system config and memory mode, never
+a measurement: timings carry `timing="estimated"`. The reference model's wall time says nothing
+about the NPU and is not reported.
+
+Counters (all from the artifact; cycles, time and memory estimated by Vela): npu_cycles,
+total_cycles, est_time_us, clock_hz, sram_bytes, dram_bytes, flash_bytes, vela_macs, macs and
+npu_macs (hil's count), macs_per_cycle, mac_utilization, delegates, delegated_fraction,
+fallback_ops, pte_bytes.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ class EthosURefTarget(Target):
     """Numerics from the TOSA reference model, performance from Vela (estimated)."""
 
     # Outputs come from the same integer graph as the quantized PyTorch model's: they must agree
-    # with it to within one quantization step (the session judges this).
+    # with it to within one quantization step, unless the case allows more (the session judges).
     quantized_steps_limit: ClassVar[float | None] = 1.0
 
     _loaded: dict[str, _Loaded]
