@@ -121,8 +121,8 @@ def check_with_retries(
             if not isinstance(e, InfrastructureRecovered):
                 session.reinstate(target)
                 attempts[-1] = _with_recovery(attempts[-1], "the target is provisioned afresh")
-            log.warning("%s on %s: attempt %d lost to %s; retrying", case.name, target,
-                        len(attempts), type(e).__name__)
+            log.warning("%s on %s: attempt %d on %s lost to %s; retrying", case.name, target,
+                        len(attempts), board, attempts[-1].error_class)
             continue
         board = where or session.board_of(target) or target
         attempts.append(Attempt(len(attempts) + 1, board, result.verdict))

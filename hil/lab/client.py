@@ -240,9 +240,15 @@ class LabClient:
         response = self._rpc(f"polling reservation {token}",
                              lambda stub, r: stub.PollReservation(r),
                              pb.PollReservationRequest(token=token))
-        res = Reservation.from_pb2(response.reservation)
-        places = tuple(name for group in res.allocations.values() for name in group)
-        return ReservationView(token, res.state.name, places)
+        return _reservation(Reservation.from_pb2(response.reservation))
+
+    def reservations(self) -> tuple[ReservationView, ...]:
+        from labgrid.remote.common import Reservation
+        from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
+
+        response = self._rpc("listing reservations", lambda stub, r: stub.GetReservations(r),
+                             pb.GetReservationsRequest())
+        return tuple(_reservation(Reservation.from_pb2(r)) for r in response.reservations)
 
     def cancel(self, token: str) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
@@ -279,6 +285,11 @@ def _place(place: Any) -> PlaceView:
         reservation=place.reservation or None,
         acquired_resources=tuple(tuple(p) for p in place.acquired_resources),
     )
+
+
+def _reservation(res: Any) -> ReservationView:
+    places = tuple(name for group in res.allocations.values() for name in group)
+    return ReservationView(str(res.token), res.state.name, places)
 
 
 def _tags(filters: Mapping[str, str]) -> str:

@@ -166,16 +166,20 @@ class LabTarget(Target):
         if power is not None:
             try:
                 power.cycle()
-                self._inner = self._start_inner(lease, power_cycle_on_failure=False)
             except HilError as e:
-                tried = f"power-cycled, still failing: {e.message}"
+                tried = f"the power cycle failed: {e.message}"
             else:
-                return InfrastructureRecovered(
-                    f"{error.message} [{doing} on {lease.place}]; power-cycled "
-                    f"{lease.place}, its runner answers again",
-                    fix=error.fix,
-                    recovery=f"power-cycled {lease.place}",
-                )
+                try:
+                    self._inner = self._start_inner(lease, power_cycle_on_failure=False)
+                except HilError as e:
+                    tried = f"power-cycled, still no runner: {e.message}"
+                else:
+                    return InfrastructureRecovered(
+                        f"{error.message} [{doing} on {lease.place}]; power-cycled "
+                        f"{lease.place}, its runner answers again",
+                        fix=error.fix,
+                        recovery=f"power-cycled {lease.place}",
+                    )
         self._leaser.retire(lease.place, error)
         try:
             self._inner = self._take_board()

@@ -16,7 +16,7 @@ import pytest
 from hil.case import Case
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
-from hil.plugin import allure_hooks, report_hooks
+from hil.plugin import allure_hooks, lab_hooks, report_hooks
 from hil.plugin.fixtures import (
     hil_artifact,
     hil_case,
@@ -49,6 +49,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    lab_hooks.add_options(parser)  # --hil-retries, --hil-quarantine
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(HilPlugin(config), "hil-plugin")
     report_hooks.register(config)  # run.json, --hil-report
     allure_hooks.register(config)  # only with --alluredir
+    lab_hooks.register(config)  # retries, quarantine, attempts in records, SIGTERM
 
 
 def _say(config: pytest.Config, message: str) -> None:
