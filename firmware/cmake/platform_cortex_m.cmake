@@ -27,6 +27,7 @@ foreach(target hil_protocol hil-runner)
   target_compile_options(${target} PRIVATE ${hil_cpu_flags} -ffunction-sections -fdata-sections)
 endforeach()
 target_compile_definitions(hil_protocol PRIVATE HIL_MAX_PAYLOAD=8192u)
+target_sources(hil_protocol PRIVATE ${HIL_SRC}/protocol/digest_inline.c)
 target_sources(hil-runner PRIVATE
   ${HIL_SRC}/platform/cortex_m/startup.c
   ${HIL_SRC}/platform/cortex_m/clock.c

@@ -2,6 +2,10 @@
 target_sources(hil-runner PRIVATE ${HIL_SRC}/platform/posix/platform_posix.c)
 target_compile_definitions(hil-runner PRIVATE HIL_MAX_PAYLOAD=1048576u HIL_GAP_MS=250u)
 target_compile_definitions(hil_protocol PRIVATE HIL_RX_WINDOW=8)
+# The model's SHA-256 is hashed on a worker thread while the link keeps receiving.
+find_package(Threads REQUIRED)
+target_sources(hil_protocol PRIVATE ${HIL_SRC}/platform/posix/digest_worker.c)
+target_link_libraries(hil_protocol PUBLIC Threads::Threads)
 
 # The frame check and the model hash sit on the transfer's critical path; where the system
 # offers zlib's and OpenSSL's accelerated versions, use them (the portable ones remain).

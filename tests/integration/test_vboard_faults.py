@@ -230,3 +230,29 @@ def test_a_line_that_damages_everything_fails_the_target_never_the_numbers(
         assert isinstance(session.broken_cause("deaf"), InfrastructureError)
     finally:
         relay.close()
+
+
+def test_model_chunks_damaged_while_streaming_in_are_rehashed_not_trusted() -> None:
+    """The runner copies and hashes a chunk while it arrives; a chunk that then fails its CRC
+    must leave no trace in the model's hash, or LOAD_END would refuse the (correct) model."""
+    runner = firmware.build(firmware.FirmwareConfig("host")).binary
+    board = HostRunnerBoard("streaming", runner, ["--engine", "echo"])
+    relay = CorruptingRelay(board.start(), Damage(flip_every=41, drop_every=67,
+                                                  directions=("to_runner",)), seed=3)
+    link = SerialLink(relay.path).open()
+    try:
+        client = RunnerClient(link, name="streaming",
+                              policy=LinkPolicy(reply_timeout_s=1.0, bytes_per_s=5e6, retries=10))
+        client.hello()
+        model = os.urandom(3 << 20)
+        outcome = client.load(model)  # the runner checks the sha256 of what it took
+        assert outcome.bytes_sent > len(model)
+        assert client.stats.naks + client.stats.timeouts > 0 and relay.stats.damaged > 0
+        spec, data = m.from_numpy(np.frombuffer(model[:4096], dtype=np.float32).copy())
+        client.set_input(0, spec, data)
+        client.run(0, 1, 1, 0.0, 1.0)
+        assert client.get_output(0).tobytes() == model[:4096]
+    finally:
+        link.close()
+        relay.close()
+        board.stop()

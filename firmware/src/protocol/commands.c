@@ -6,6 +6,7 @@
 
 #include "../platform/platform.h"
 #include "codec.h"
+#include "digest.h"
 #include "server.h"
 
 #ifndef HIL_BUILD_ID
@@ -174,7 +175,7 @@ static void cmd_load_begin(hil_server_t *s, hil_reader_t *r) {
     s->load_size = size;
     s->load_received = 0;
     s->loading = 1;
-    hil_sha256_init(&s->load_sha);
+    hil_digest_begin();
     hil_log(HIL_LOG_INFO, "receiving a model of %lu bytes", (unsigned long)size);
     hil_wr_u8(&w, 0);
     hil_wr_u32(&w, (uint32_t)(s->max_payload - 8));
@@ -202,7 +203,7 @@ static void cmd_load_chunk(hil_server_t *s, hil_reader_t *r) {
         size_t capacity = 0;
         uint8_t *model = s->engine->model_buffer(&capacity);
         memcpy(model + s->load_received, data + skip, (size_t)(n - skip));
-        hil_sha256_update(&s->load_sha, data + skip, (size_t)(n - skip));
+        hil_digest_add(model + s->load_received, (size_t)(n - skip)); /* hashed from the pool */
         s->load_received += n - skip;
     }
     hil_writer_t w = writer(s);
@@ -219,7 +220,7 @@ static void cmd_load_end(hil_server_t *s) {
     }
     s->loading = 0;
     uint8_t digest[32];
-    hil_sha256_final(&s->load_sha, digest);
+    hil_digest_finish(digest);
     if (memcmp(digest, s->load_hash, 32) != 0) {
         refuse(s, HIL_ERR_HASH_MISMATCH, s->load_size, 0,
                "the %lu bytes received do not have the announced sha256",

@@ -33,7 +33,6 @@ typedef struct {
     uint64_t load_size;
     uint64_t load_received;
     uint8_t load_hash[32];
-    hil_sha256_t load_sha;
     int holds_model;
     uint8_t held_hash[32];
 
