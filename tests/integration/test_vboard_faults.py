@@ -232,16 +232,17 @@ def test_a_line_that_damages_everything_fails_the_target_never_the_numbers(
         relay.close()
 
 
-def test_model_chunks_damaged_while_streaming_in_are_rehashed_not_trusted() -> None:
-    """The runner copies and hashes a chunk while it arrives; a chunk that then fails its CRC
-    must leave no trace in the model's hash, or LOAD_END would refuse the (correct) model."""
+def test_model_chunks_damaged_in_transit_never_reach_the_model() -> None:
+    """A 3 MiB model through a line that flips and drops bytes: damaged chunks are sent again,
+    and only checked ones reach the model and its hash (the runner's sha256 check at LOAD_END
+    refuses anything else), so the model the runner then runs is byte for byte the one sent."""
     runner = firmware.build(firmware.FirmwareConfig("host")).binary
-    board = HostRunnerBoard("streaming", runner, ["--engine", "echo"])
+    board = HostRunnerBoard("damaged-transfer", runner, ["--engine", "echo"])
     relay = CorruptingRelay(board.start(), Damage(flip_every=41, drop_every=67,
                                                   directions=("to_runner",)), seed=3)
     link = SerialLink(relay.path).open()
     try:
-        client = RunnerClient(link, name="streaming",
+        client = RunnerClient(link, name="damaged-transfer",
                               policy=LinkPolicy(reply_timeout_s=1.0, bytes_per_s=5e6, retries=10))
         client.hello()
         model = os.urandom(3 << 20)
