@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import hashlib
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,9 +43,21 @@ from hil.transports.serial_link import SerialLink
 BLOCK = 1 << 20
 
 
-def raw_seconds(data: bytes) -> float:
+def own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def raw_run(data: bytes) -> tuple[float, float]:
+    """Seconds, and CPU seconds of writer and reader (the kernel's pty work is not counted)."""
     master, slave = os.openpty()
     tty.setraw(slave)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     reader = subprocess.Popen(
         ["dd", "of=/dev/null", f"bs={BLOCK}", f"count={len(data) // BLOCK}", "iflag=fullblock",
          "status=none"],
@@ -53,11 +66,15 @@ def raw_seconds(data: bytes) -> float:
     os.close(master)
     link = SerialLink(os.ttyname(slave)).open()
     try:
+        cpu = own_cpu()
         started = time.perf_counter()
         for offset in range(0, len(data), BLOCK):
             link.write(data[offset : offset + BLOCK])
         reader.wait(timeout=120)
-        return time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        dd_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+        return seconds, own_cpu() - cpu + dd_cpu
     finally:
         link.close()
         os.close(slave)
@@ -74,15 +91,19 @@ class ProtocolLink:
         self.client.hello()
         self.client.load(warmup)
 
-    def seconds(self, data: bytes) -> float:
+    def run(self, data: bytes) -> tuple[float, float]:
+        """Seconds, and CPU seconds of client and runner (as raw_run counts them)."""
         digest = hashlib.sha256(data).hexdigest()
         retransmits = self.client.stats.retransmits
+        pid = self.board.pid
+        assert pid is not None
+        cpu = own_cpu() + process_cpu(pid)
         started = time.perf_counter()
         outcome = self.client.load(data, sha256=digest)
         seconds = time.perf_counter() - started
         assert outcome.bytes_sent == len(data)
         assert self.client.stats.retransmits == retransmits
-        return seconds
+        return seconds, own_cpu() + process_cpu(pid) - cpu
 
     def close(self) -> None:
         self.link.close()
@@ -123,29 +144,35 @@ def main() -> int:
         os.nice(-10)
     runner = firmware.build(firmware.FirmwareConfig("host")).binary
     data = os.urandom(args.mib << 20)
-    raw: list[float] = []
-    proto: list[float] = []
+    raw: list[tuple[float, float]] = []
+    proto: list[tuple[float, float]] = []
     protocol = ProtocolLink(runner, os.urandom(len(data)))
     try:
         for i in range(args.repeats):  # interleaved, so a busy moment hits both alike
-            raw.append(raw_seconds(data))
-            proto.append(protocol.seconds(data[i:] + data[:i]))  # a new model each time
+            raw.append(raw_run(data))
+            proto.append(protocol.run(data[i:] + data[:i]))  # a new model each time
     finally:
         protocol.close()
-    raw_rate = len(data) / statistics.median(raw) / 1e6
-    proto_rate = len(data) / statistics.median(proto) / 1e6
-    pairs = [r / p for r, p in zip(raw, proto, strict=True)]  # each pair ran back to back
+    mib = len(data) / (1 << 20)
+    raw_rate = len(data) / statistics.median(t for t, _ in raw) / 1e6
+    proto_rate = len(data) / statistics.median(t for t, _ in proto) / 1e6
+    pairs = [r / p for (r, _), (p, _) in zip(raw, proto, strict=True)]  # back to back
+    raw_cpu = statistics.median(c for _, c in raw) / mib * 1e3
+    proto_cpu = statistics.median(c for _, c in proto) / mib * 1e3
     first, again, wire = redeploy_bytes()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"payload: {args.mib} MiB, median of {args.repeats} interleaved runs each "
           f"(machine load average {load}; other work on the CPUs skews both)")
-    print("raw runs (MB/s):         " + " ".join(f"{len(data) / t / 1e6:.0f}" for t in raw))
-    print("protocol runs (MB/s):    " + " ".join(f"{len(data) / t / 1e6:.0f}" for t in proto))
+    print("raw runs (MB/s):         " + " ".join(f"{len(data) / t / 1e6:.0f}" for t, _ in raw))
+    print("protocol runs (MB/s):    " + " ".join(f"{len(data) / t / 1e6:.0f}" for t, _ in proto))
     print(f"raw pty throughput:      {raw_rate:8.1f} MB/s")
     print(f"protocol throughput:     {proto_rate:8.1f} MB/s")
     print("pair ratios:             " + " ".join(f"{x:.2f}" for x in pairs))
     print(f"protocol / raw:          {statistics.median(pairs):8.3f}   (median of pairs; "
           "goal >= 0.9)")
+    print(f"cpu per MiB, raw:        {raw_cpu:8.2f} ms   (writer + dd)")
+    print(f"cpu per MiB, protocol:   {proto_cpu:8.2f} ms   (client + runner: CRC both ends, "
+          "runner's sha256, copies)")
     print(f"first deploy:            {first:8d} bytes of model sent")
     print(f"redeploy, unchanged:     {again:8d} bytes of model sent, {wire} bytes on the wire"
           "   (goal 0)")

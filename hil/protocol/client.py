@@ -49,7 +49,7 @@ class RunnerClient:
         name: str = "runner",
         policy: LinkPolicy | None = None,
         protocol: tuple[int, int] = m.PROTOCOL_VERSION,
-        chunk_bytes: int = 256 << 10,
+        chunk_bytes: int = 1 << 20,
     ) -> None:
         self.channel = Channel(link, name, policy or LinkPolicy(), protocol)
         self.name = name
