@@ -28,6 +28,13 @@ from hil.lab.errors import LabError
 
 T = TypeVar("T")
 CALL_TIMEOUT_S = 30.0
+CHANNEL_OPTIONS = [
+    ("grpc.use_local_subchannel_pool", 1),
+    ("grpc.keepalive_time_ms", 7500),
+    ("grpc.keepalive_timeout_ms", 10000),
+    ("grpc.http2.ping_timeout_ms", 10000),
+    ("grpc.http2.max_pings_without_data", 0),
+]
 CONNECT_TIMEOUT_S = 15.0
 
 
@@ -89,10 +96,20 @@ class LabClient:
         return self
 
     async def _start(self) -> Any:
+        import grpc  # type: ignore[import-untyped]
         from labgrid.remote.client import ClientSession, ServerError
+        from labgrid.remote.generated.labgrid_coordinator_pb2_grpc import CoordinatorStub
 
         assert self._loop is not None
         session = ClientSession(self.address, self._loop)
+        # A channel of its own: gRPC lets a process's channels to one address share a TCP
+        # connection, and the coordinator tells clients apart by connection (a second stream
+        # on one is refused), so two clients in one process (two lab targets, a test looking
+        # at the lab) each need their own. Keep-alive as labgrid's session sets it.
+        shared, session.channel = session.channel, grpc.aio.insecure_channel(
+            self.address, options=CHANNEL_OPTIONS)
+        session.stub = CoordinatorStub(session.channel)
+        await shared.close()
         try:
             await session.start()
         except ServerError as e:
@@ -140,7 +157,7 @@ class LabClient:
     def _rpc(self, doing: str, call: Callable[[Any, Any], Any], request: Any) -> Any:
         """One coordinator RPC on the session's stub, then a sync so the pushed updates it
         caused (place acquired, resources started) are in the session's tables."""
-        import grpc  # type: ignore[import-untyped]
+        import grpc
 
         session = self._session
 

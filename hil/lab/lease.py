@@ -30,6 +30,7 @@ from hil.lab.settings import LabSettings
 
 POLL_S = 0.2
 RESOURCES_READY_S = 15.0
+NO_RESOURCES_S = 3.0
 
 
 class BoardNotReady(InfrastructureError):
@@ -131,7 +132,7 @@ class Leaser:
     def ready(self, lease: Lease, wait_s: float = RESOURCES_READY_S) -> Lease:
         """The lease with its resources, once the exporters report every one of them up
         (ser2net started, its port known); BoardNotReady otherwise (the place stays held)."""
-        ready_by = time.monotonic() + wait_s
+        started = time.monotonic()
         while True:
             view = self.client.places().get(lease.place)
             resources = self.client.resources(view) if view else ()
@@ -141,7 +142,9 @@ class Leaser:
                 self.log.info("acquired %s (%s)", lease.place,
                               ", ".join(f"{r.cls} {r.name}" for r in resources))
                 return Lease(lease.place, resources, lease.token)
-            if time.monotonic() >= ready_by:
+            # a place with no resources at all has no exporter behind it: do not wait long
+            limit = wait_s if resources else min(wait_s, NO_RESOURCES_S)
+            if time.monotonic() - started >= limit:
                 what = ", ".join(waiting) if resources else "no resources at all"
                 raise BoardNotReady(
                     f"place {lease.place} was acquired but its resources are not up ({what})",

@@ -116,6 +116,11 @@ class LabTarget(Target):
         return self._leaser.current.place if self._leaser.current else None
 
     @property
+    def failed_boards(self) -> dict[str, HilError]:
+        """Places that failed in this target's life (held until it ends), with their causes."""
+        return dict(self._leaser.failed)
+
+    @property
     def inner(self) -> Target:
         """The target on the current board (SerialTarget, SshTarget)."""
         return self._inner

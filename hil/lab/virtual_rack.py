@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,23 @@ class VirtualRack:
                              f"{START_TIMEOUT_S:.0f} s; see the *.exporter.log in {self.folder}")
 
     # -- faults and stop -------------------------------------------------------------------
+
+    def runner_pid(self, name: str) -> int | None:
+        """The pid of the board's runner process (None while it has none)."""
+        parent = self.boards[name].board.pid
+        for status in Path("/proc").glob("[0-9]*/status"):
+            with contextlib.suppress(OSError):
+                fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines()
+                              if ":\t" in line)
+                if fields.get("PPid", "").strip() == str(parent):
+                    return int(status.parent.name)
+        return None
+
+    def switch(self, name: str, on: bool) -> None:
+        """Work the board's power switch by hand (what the PDU's front panel would do)."""
+        url = self.boards[name].power_url.format(index=0, value=1 if on else 0)
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            reply.read()
 
     def kill_board(self, name: str) -> None:
         """The board is gone: its exporter stops (ser2net with it), its runner and power switch

@@ -45,14 +45,17 @@ def virtual_rack(folder: Path, boards: list[str], **tags: str) -> Iterator[Virtu
 def rack_device(folder: Path, name: str, coordinator: str, *, recipes: tuple[str, ...] =
                 ("portable",), **labgrid: Any) -> Path:
     """A serial device file whose boards are the rack's places tagged board=vboard."""
+    pool: dict[str, Any] = {} if "place" in labgrid else {"tags": {"board": "vboard"}}
+    link = {k: labgrid.pop(k) for k in ("reply_timeout_s", "run_timeout_s", "retries")
+            if k in labgrid}
     spec = {
         "name": name, "kind": "serial", "recipes": list(recipes),
         "description": "host runner boards in the virtual labgrid rack",
         "latency": {"warmup": 0, "min_runs": 2, "min_time_s": 0.01, "max_runs": 10},
         "connection": {
-            "labgrid": {"coordinator": coordinator, "tags": {"board": "vboard"},
-                        "wait_s": 120, "power_delay_s": 0.3, **labgrid},
-            "firmware": "host", "reply_timeout_s": 2.0, "run_timeout_s": 5.0,
+            "labgrid": {"coordinator": coordinator, **pool, "wait_s": 120,
+                        "power_delay_s": 0.3, **labgrid},
+            "firmware": "host", "reply_timeout_s": 2.0, "run_timeout_s": 5.0, **link,
         },
     }
     folder.mkdir(parents=True, exist_ok=True)

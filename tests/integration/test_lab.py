@@ -1,0 +1,267 @@
+"""LabTarget on a real loopback lab (coordinator, one exporter per board, ser2net, runners on
+ptys behind power switches labgrid's NetworkPowerDriver works): leasing and releasing, a
+runner that stops answering power-cycled before it is called an infrastructure error, a
+board that fails provisioning left for the next one, reservation tokens made by a CI job,
+places a hard-killed process left behind taken back, SIGTERM releasing places."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from lab_rack import FIRMWARE_DIR, lab_state, needs_lab, rack_device, virtual_rack
+
+from hil import Case, seeded
+from hil.devices import DeviceRegistry
+from hil.errors import InfrastructureError
+from hil.lab.client import LabClient
+from hil.lab.errors import NoFreeBoard
+from hil.lab.target import LabTarget
+from hil.lab.virtual_rack import VirtualRack
+from hil.session import Session
+
+pytestmark = needs_lab
+REPO = Path(__file__).resolve().parents[2]
+
+
+def linear(seed: int) -> Case:
+    def make() -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return torch.nn.Linear(8, 4)
+
+    return Case(f"lab_linear{seed}", make, seeded((1, 8)))
+
+
+@pytest.fixture(scope="module")
+def rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtualRack]:
+    with virtual_rack(tmp_path_factory.mktemp("rack"), ["vb1", "vb2"]) as rack:
+        yield rack
+
+
+@pytest.fixture
+def lab(rack: VirtualRack, tmp_path: Path, shared_cache: Path,
+        monkeypatch: pytest.MonkeyPatch) -> Iterator[LabSessions]:
+    monkeypatch.setenv("HIL_FIRMWARE_DIR", str(FIRMWARE_DIR))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the lease notes
+    for name in rack.names:  # every test starts on powered boards with live runners
+        rack.switch(name, False)
+        rack.switch(name, True)
+    sessions = LabSessions(rack, tmp_path, shared_cache)
+    yield sessions
+    sessions.close()
+    places, reservations = lab_state(rack.coordinator)
+    assert places == {"vb1": None, "vb2": None}, "a place was left acquired"
+    assert reservations == 0, "a reservation was left behind"
+
+
+class LabSessions:
+    def __init__(self, rack: VirtualRack, tmp_path: Path, cache: Path) -> None:
+        self.rack = rack
+        self.tmp_path = tmp_path
+        self.cache = cache
+        self.devices = tmp_path / "devices"
+        self.sessions: list[Session] = []
+
+    def session(self, retries: int = 0, **labgrid: object) -> tuple[Session, str]:
+        """A session, and the name of a device file leasing the rack's boards."""
+        name = f"rack{len(self.sessions)}"
+        rack_device(self.devices, name, self.rack.coordinator, **labgrid)
+        session = Session(devices=DeviceRegistry.from_dirs([REPO / "devices", self.devices]),
+                          cache_dir=self.cache, results_dir=self.tmp_path / "results",
+                          retries=retries)
+        self.sessions.append(session)
+        return session, name
+
+    def close(self) -> None:
+        for session in self.sessions:
+            session.close()
+
+
+def test_a_case_runs_on_a_leased_board_which_is_released_at_the_end(lab: LabSessions) -> None:
+    session, name = lab.session()
+    result = session.check(linear(0), name, "portable")
+    assert result.passed, result.output_failure()
+    place = session.board_of(name)
+    assert place in ("vb1", "vb2")
+    assert result.target_info["place"] == place
+    holders, reservations = lab_state(lab.rack.coordinator)
+    assert holders[place] is not None and reservations == 1  # hil's own reservation
+    # the fixture checks that closing the session released the place and the reservation
+
+
+def test_two_sessions_get_different_boards_and_a_third_waits_then_gives_up(
+    lab: LabSessions,
+) -> None:
+    places = set()
+    for _ in range(2):
+        session, name = lab.session()
+        places.add(session.target(name).describe()["place"])
+    assert places == {"vb1", "vb2"}
+    third, name = lab.session(wait_s=1.0)
+    with pytest.raises(NoFreeBoard) as caught:
+        third.target(name)
+    assert "became free within 1 s" in str(caught.value)
+    assert "held by" in str(caught.value)
+
+
+def test_a_silent_runner_is_power_cycled_and_the_case_retried_on_the_same_board(
+    lab: LabSessions,
+) -> None:
+    session, name = lab.session(retries=1, place="vb1", reply_timeout_s=0.5)
+    assert session.check(linear(1), name, "portable").passed
+    runner = lab.rack.runner_pid("vb1")
+    assert runner is not None
+    log = lab.rack.boards["vb1"].log_path
+    start = log.stat().st_size
+    os.kill(runner, signal.SIGSTOP)  # alive, connected, silent: a hung board
+    result = session.check(linear(2), name, "portable")  # a new model: its load goes unanswered
+    assert result.passed
+    attempts = session.last_attempts
+    assert attempts is not None
+    first, second = attempts.attempts
+    assert (first.board, first.verdict, first.error_class) == ("vb1", "INFRA", "LinkTimeout")
+    assert first.recovery == "power-cycled vb1"
+    assert (second.board, second.verdict) == ("vb1", "PASS")
+    assert lab.rack.runner_pid("vb1") not in (None, runner)  # a fresh runner after the cycle
+    switched = [line.split()[-2:] for line in log.read_text()[start:].splitlines()
+                if line.startswith("--- ")]
+    assert switched == [["power", "off"], ["power", "on"]]  # labgrid's driver worked the switch
+
+
+def test_without_power_a_silent_board_is_an_infrastructure_error_and_the_target_moves_on(
+    lab: LabSessions,
+) -> None:
+    session, name = lab.session(place="vb1", power=False, reply_timeout_s=0.5)
+    assert session.check(linear(3), name, "portable").passed
+    os.kill(lab.rack.runner_pid("vb1"), signal.SIGSTOP)  # type: ignore[arg-type]
+    with pytest.raises(InfrastructureError) as caught:
+        session.check(linear(4), name, "portable")
+    assert "vb1 is out of service and no other board of name=vb1" in str(caught.value)
+    assert session.broken_cause(name) is caught.value  # the rest skip with this first cause
+
+
+def test_a_board_failing_provisioning_is_held_and_the_next_board_is_waited_for(
+    lab: LabSessions,
+) -> None:
+    holder = LabClient(lab.rack.coordinator).connect()
+    try:
+        holder.acquire("vb2")  # another job holds vb2; vb1 is free but its runner is dead
+        lab.rack.switch("vb1", False)
+        session, name = lab.session(power=False, reply_timeout_s=0.5)
+
+        def release_when_waited_for() -> None:  # the session's second reservation waits
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if any(r.state == "waiting" for r in holder.reservations()):
+                    holder.release("vb2")
+                    return
+                time.sleep(0.1)
+
+        releaser = threading.Thread(target=release_when_waited_for, daemon=True)
+        releaser.start()
+        target = session.target(name)
+        releaser.join()
+        assert isinstance(target, LabTarget)
+        assert target.place == "vb2"
+        assert type(target.failed_boards["vb1"]).__name__ == "LinkTimeout"
+        assert session.check(linear(5), name, "portable").passed
+        holders, _ = lab_state(lab.rack.coordinator)
+        assert holders["vb1"] is not None  # the broken board stays held: not handed back
+    finally:
+        holder.close()
+
+
+def test_a_reservation_token_from_the_ci_job_is_used_and_left_to_the_job(
+    lab: LabSessions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ci = LabClient(lab.rack.coordinator).connect()
+    try:
+        token = ci.reserve({"board": "vboard"})  # labgrid-client reserve --wait board=vboard
+        while ci.poll(token).state != "allocated":
+            time.sleep(0.1)
+        reserved = ci.poll(token).places[0]
+        monkeypatch.setenv("LG_TOKEN", token)
+        session, name = lab.session(token="$LG_TOKEN")
+        assert session.check(linear(0), name, "portable").passed
+        assert session.board_of(name) == reserved
+        session.close()
+        assert ci.poll(token).state == "allocated"  # released, and still the job's
+    finally:
+        ci.cancel(token)
+        ci.close()
+
+
+HOLD = """
+import sys, time
+from hil.lab.client import LabClient
+from hil.lab.settings import LabSettings
+from hil.lab.target import LabLeases
+client = LabClient(sys.argv[1]).connect()
+leases = LabLeases(client, LabSettings(coordinator=sys.argv[1], filters={"name": "vb1"}), "holder")
+leases.lease(time.monotonic() + 30)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_place_left_by_a_hard_killed_process_is_taken_back(lab: LabSessions) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, lab.rack.coordinator],
+                              stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    holder.kill()  # SIGKILL: no release, no atexit
+    holder.wait()
+    holders, _ = lab_state(lab.rack.coordinator)
+    assert holders["vb1"] is not None  # labgrid keeps it acquired: nobody released it
+    session, name = lab.session(place="vb1", wait_s=20)
+    assert session.check(linear(0), name, "portable").passed
+    assert session.board_of(name) == "vb1"
+
+
+SUITE = """
+import pytest, torch
+import hil
+from hil.devices import TimingPolicy
+
+def wide():
+    torch.manual_seed(0)
+    return torch.nn.Linear(256, 256)
+
+CASES = [hil.Case("long", wide, hil.seeded((16, 256)), timing=TimingPolicy(
+    warmup=0, min_runs=3, min_time_s=60.0, max_runs=10**6, max_time_s=90.0))]
+
+@pytest.mark.hil_cases(CASES)
+def test_case(hil_check):
+    hil_check()
+"""
+
+
+def test_sigterm_ends_the_run_and_releases_the_place(lab: LabSessions, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    rack_device(project / "devices", "rack", lab.rack.coordinator, place="vb1")
+    (project / "test_suite.py").write_text(SUITE)
+    log = lab.rack.boards["vb1"].log_path
+    start = log.stat().st_size
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "test_suite.py", "--target=rack", "-p", "no:labgrid",
+         "-p", "no:cacheprovider", f"--hil-cache-dir={lab.cache}", "-o", "addopts="],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "HIL_FIRMWARE_DIR": str(FIRMWARE_DIR)},
+    )
+    deadline = time.monotonic() + 120
+    while b"run: 0 warm-up" not in log.read_bytes()[start:]:
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[0][-3000:]
+        time.sleep(0.1)
+    assert lab_state(lab.rack.coordinator)[0]["vb1"] is not None
+    run.send_signal(signal.SIGTERM)
+    output = run.communicate(timeout=60)[0]
+    assert run.returncode != 0
+    assert "SIGTERM" in output, output[-3000:]
+    # the fixture checks that vb1 is free again and no reservation is left
