@@ -31,9 +31,10 @@ DEPTH_ROUNDING = hil.ToleranceOverride(
     "PyTorch model is 7.9 output steps off eager, XNNPACK 8.8 (9.0 from the quantized model), "
     "both at 24 dB SQNR, which stays judged at the default 15 dB",
     int8_steps=16,
-    # On the TOSA reference model (u55-ref, u85-ref): 3 to 4 steps from the quantized PyTorch
-    # model, which requantizes with float scales where TOSA uses integer multipliers and shifts.
-    quantized_steps=5,
+    # The reference-model targets are 3 to 4 (u55-ref, u85-ref: TOSA) and 5 (cortex-m55-ref:
+    # CMSIS-NN reference ops) steps from the quantized PyTorch model, which requantizes with
+    # float scales where those use integer multipliers and shifts.
+    quantized_steps=6,
 )
 
 # Portable kernels take about 0.3 s an inference: a few runs give a stable median.
