@@ -38,7 +38,9 @@ class Recipe(ABC):
     """Lowers a model for one backend configuration. Options come from the device spec."""
 
     name: ClassVar[str]
-    numerics: ClassVar[str]  # "fp32" or "int8"
+    # "fp32", "int8" or "a16w8" (16-bit activations, int8 weights); a class default that a
+    # recipe may refine per instance from its options.
+    numerics: str
     option_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     helper_modules: ClassVar[tuple[str, ...]] = ("hil.recipes.lowering",)
 

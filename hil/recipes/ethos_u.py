@@ -87,6 +87,12 @@ class EthosURecipe(Recipe):
         "hil.partition",
     )
 
+    def __init__(
+        self, options: Mapping[str, Any] | None = None, *, shared_dir: Path | None = None
+    ) -> None:
+        super().__init__(options, shared_dir=shared_dir)
+        self.numerics = "a16w8" if self.options["a16w8"] else "int8"
+
     def validate(self) -> None:
         config = self.options["accelerator_config"]
         if config not in ACCELERATOR_CONFIGS:

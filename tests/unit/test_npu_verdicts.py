@@ -58,3 +58,21 @@ def test_device_sram_and_flash_limits() -> None:
     breaches = judge_counters(counters, {}, npu_device(), "ethos-u")  # type: ignore[arg-type]
     assert sorted(b.what for b in breaches) == ["flash_bytes", "sram_bytes"]
     assert all("u55-ref.yaml" in b.source for b in breaches)
+
+
+def test_a16w8_is_judged_in_int8_steps_of_the_range() -> None:
+    from hil.compare import tolerance_for
+
+    reference = [np.linspace(-1.0, 1.0, 11, dtype=np.float32)]
+    a16 = tolerance_for("a16w8", reference, [2.0**-12])  # the 16-bit output step is ignored
+    assert a16.max_abs == pytest.approx(8 * 2.0 / 255)
+    assert "a16w8" in a16.basis and "range-derived" in a16.basis
+    int8 = tolerance_for("int8", reference, [2.0**-7])
+    assert int8.max_abs == pytest.approx(8 * 2.0**-7)
+
+
+def test_ethos_u_numerics_follow_the_a16w8_option() -> None:
+    from hil.recipes import make_recipe
+
+    assert make_recipe("ethos-u", {"a16w8": True}).numerics == "a16w8"
+    assert make_recipe("ethos-u").numerics == "int8"
