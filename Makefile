@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # Targets that need no hardware run on any machine once `make suites` has set it up (u55-ref and
 # u85-ref: Ethos-U numerics from the TOSA reference model, cycles and memory estimated by Vela);
 # the FVP targets run where an Arm Corstone FVP is installed and skip with the install steps.
-SUITE_TARGETS ?= host u55-ref u85-ref fvp-u55 fvp-u85 pi5-emu
+SUITE_TARGETS ?= host vboard u55-ref u85-ref fvp-u55 fvp-u85 pi5-emu
 SUITE_ARGS    ?=
 REPORT_ARGS   ?=
 RESULTS_DIR   := .hil/results
@@ -17,12 +17,15 @@ REPORT_DIR    := .hil/report
 ALLURE_DIR    := .hil/allure
 TEST_ARGS     ?=
 
-# Debian packages for the emulated targets (QEMU boards, the emulated Pi, the virtual lab)
-# and the report tests (Chromium).
+# Debian packages for the emulated targets (QEMU boards, the emulated Pi, the virtual lab),
+# the runner's build (ninja; zlib and OpenSSL give it fast CRC-32 and SHA-256) and the report
+# tests (Chromium). A missing command or header below means the packages are installed.
 APT_PACKAGES := qemu-system-arm qemu-user qemu-user-static gcc-arm-none-eabi \
 	libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib g++-aarch64-linux-gnu \
-	openssh-server openssh-client socat ser2net chromium
-APT_PROBES   := qemu-system-arm qemu-aarch64 arm-none-eabi-gcc aarch64-linux-gnu-g++ sshd socat ser2net chromium
+	openssh-server openssh-client socat ser2net chromium ninja-build zlib1g-dev libssl-dev
+APT_PROBES   := qemu-system-arm qemu-aarch64 arm-none-eabi-gcc aarch64-linux-gnu-g++ sshd socat \
+	ser2net chromium ninja
+APT_HEADERS  := /usr/include/zlib.h /usr/include/openssl/sha.h
 
 .PHONY: suites test setup system-deps lint bench clean
 
@@ -55,6 +58,7 @@ $(STAMP): pyproject.toml
 system-deps:
 	@missing=""; for tool in $(APT_PROBES); do \
 		PATH="$$PATH:/usr/sbin" command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	for header in $(APT_HEADERS); do [ -f $$header ] || missing="$$missing $$header"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "installing Debian packages (missing:$$missing)"; \
