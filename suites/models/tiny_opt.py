@@ -42,7 +42,7 @@ class PreShiftedPositions(nn.Module):
     Same numbers as OPTLearnedPositionalEmbedding given explicit position ids. Why: XNNPACK's
     quantizer rewrites every `x + scalar` into `x + float tensor` (_convert_scalars_to_attrs
     ignores dtype), so OPT's integer `position_ids + 2` turns the ids into floats and the int8
-    export fails; the operator row add_scalar_int32 tracks that bug. Drop this when it is fixed.
+    export fails; the operator row embedding_offset_ids tracks that bug. Drop this when it is fixed.
     """
 
     def __init__(self, stock: nn.Embedding, offset: int) -> None:

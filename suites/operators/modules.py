@@ -59,3 +59,16 @@ def layer_norm(features: int) -> nn.Module:
 
 def batch_norm_1d(features: int) -> nn.Module:
     return randomized(nn.BatchNorm1d(features))
+
+
+class OffsetEmbedding(nn.Module):
+    """An embedding looked up at ids + offset, as OPT's learned positions are (offset 2)."""
+
+    def __init__(self, rows: int, features: int, offset: int) -> None:
+        super().__init__()
+        self.offset = offset
+        self.table = nn.Embedding(rows + offset, features)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        looked_up: torch.Tensor = self.table(ids + self.offset)
+        return looked_up
