@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from hil.case import first_match
 from hil.devices import DeviceSpec
 
 
@@ -69,24 +70,19 @@ class Budget:
 def budget_for(case_budgets: Mapping[str, float], device: DeviceSpec, recipe: str) -> Budget | None:
     """The budget for a case on (device, recipe).
 
-    Lookup order: "target/recipe", "target", "*/recipe", "*" in the case's table (target-named
-    entries are taken as they are; "*" entries are for the reference machine and get the device's
-    scale), then the device's own default.
+    The case's table is searched by `first_match` (target-named entries are taken as they are;
+    "*" and recipe-only entries are for the reference machine and get the device's scale), then
+    the device's own default applies.
     """
-    name, scale = device.name, device.latency.scale
-    statistic = device.latency.statistic
-    for key, scaled in (
-        (f"{name}/{recipe}", False),
-        (name, False),
-        (f"*/{recipe}", True),
-        ("*", True),
-    ):
-        if key in case_budgets:
-            limit = case_budgets[key] * (scale if scaled else 1.0)
-            source = f"case budget {key!r}" + (
-                f" x device scale {scale:g}" if scaled and scale != 1 else ""
-            )
-            return Budget(limit, statistic, source)
+    scale, statistic = device.latency.scale, device.latency.statistic
+    found = first_match(case_budgets, device.name, recipe)
+    if found:
+        key, limit = found
+        scaled = key not in (f"{device.name}/{recipe}", device.name)
+        source = f"case budget {key!r}"
+        if scaled and scale != 1:
+            limit, source = limit * scale, f"{source} x device scale {scale:g}"
+        return Budget(limit, statistic, source)
     if device.latency.budget_ms is not None:
         return Budget(device.latency.budget_ms, statistic, f"device default ({device.source.name})")
     return None
@@ -138,16 +134,15 @@ def judge_counters(
     SRAM and flash limits against the sram_bytes / flash_bytes counters it reports."""
     breaches: list[BudgetBreach] = []
     for counter, table in case_budgets.items():
-        for key in (f"{device.name}/{recipe}", device.name, f"*/{recipe}", "*"):
-            if key in table:
-                breaches += judge_limit(
-                    counter,
-                    counters.get(counter),
-                    table[key],
-                    COUNTER_UNITS.get(counter, ""),
-                    f"case counter budget {counter}[{key!r}]",
-                )
-                break
+        found = first_match(table, device.name, recipe)
+        if found:
+            breaches += judge_limit(
+                counter,
+                counters.get(counter),
+                found[1],
+                COUNTER_UNITS.get(counter, ""),
+                f"case counter budget {counter}[{found[0]!r}]",
+            )
     for counter, limit, key in (
         ("sram_bytes", device.memory.sram_max_bytes, "sram_max_bytes"),
         ("flash_bytes", device.memory.flash_max_bytes, "flash_max_bytes"),

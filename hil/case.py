@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -18,10 +18,23 @@ from hil.devices import TimingPolicy
 from hil.errors import CaseError
 
 Inputs = tuple[torch.Tensor, ...]
+V = TypeVar("V")
 
 
 def _empty() -> Mapping[str, Any]:
     return MappingProxyType({})
+
+
+def first_match(table: Mapping[str, V], target: str, recipe: str) -> tuple[str, V] | None:
+    """The most specific entry of a per-variant table, and its key.
+
+    Keys, most specific first: "target/recipe", "target", "*/recipe" (or just "recipe"), "*".
+    Budgets, xfails, expected fallbacks and counter budgets all use this one rule.
+    """
+    for key in (f"{target}/{recipe}", target, f"*/{recipe}", recipe, "*"):
+        if key in table:
+            return key, table[key]
+    return None
 
 
 @dataclass(frozen=True)
@@ -66,10 +79,8 @@ class Case:
         return self.recipes is None or recipe in self.recipes
 
     def xfail_reason(self, target: str, recipe: str) -> str | None:
-        for key in (f"{target}/{recipe}", target, f"*/{recipe}", recipe):
-            if key in self.xfail:
-                return self.xfail[key]
-        return None
+        found = first_match(self.xfail, target, recipe)
+        return found[1] if found else None
 
     def tags_for(self, target: str, recipe: str) -> frozenset[str]:
         """The tags of one (target, recipe) variant: plain tags, and NAME@SELECTOR ones whose
@@ -89,10 +100,8 @@ class Case:
         table = self.expected_fallback
         if table is None or isinstance(table, (set, frozenset)):
             return None if table is None else frozenset(table)
-        for key in (f"{target}/{recipe}", target, f"*/{recipe}", "*"):
-            if key in table:
-                return frozenset(table[key])
-        return None
+        found = first_match(table, target, recipe)
+        return frozenset(found[1]) if found else None
 
     def build(self) -> BuiltCase:
         """Instantiate the model and inputs; any failure is a CaseError naming the case."""
