@@ -146,4 +146,9 @@ def render(records: Sequence[Record]) -> list[str]:
             lines.append(f"target {target}: median latency by backend")
             lines.extend(latency)
         lines.append("")
+    # Targets that partition a model (Ethos-U NPU, Cortex-M): delegation, Vela's estimates, MAC
+    # utilization and agreement with the quantized model, plus the CPU fallbacks.
+    from hil.report import npu_table  # here: npu_table builds on this module's helpers
+
+    lines.extend(npu_table.render(records))
     return lines
