@@ -12,7 +12,9 @@ exporters, ser2net and power driver are labgrid's and Debian's.
         rack.coordinator        # "127.0.0.1:PORT" for connection.labgrid.coordinator
         rack.kill_board("vb1")  # its exporter stopped (ser2net with it) and the board killed
 
-Used by the lab tests and bench/lab_speedup.py. Needs ser2net (Debian package).
+Used by the lab tests and bench/lab_speedup.py. Needs ser2net (Debian package). With `baud`,
+the boards' UARTs move bytes at that rate, as a board's console UART does; without, at memory
+speed.
 """
 
 from __future__ import annotations
@@ -75,8 +77,12 @@ class RackBoard:
 
 class VirtualRack:
     def __init__(self, folder: Path, runner: Path, boards: Sequence[str],
-                 tags: Mapping[str, str], runner_args: Sequence[str] = ()) -> None:
+                 tags: Mapping[str, str], runner_args: Sequence[str] = (),
+                 baud: int | None = None) -> None:
+        """`baud`: the boards' UARTs run at this rate (exported as the ports' speed); None:
+        bytes move at memory speed (the fast default for tests)."""
         self.folder = folder
+        self.baud = baud
         self.runner = runner
         self.names = list(boards)
         self.tags = dict(tags)
@@ -148,6 +154,7 @@ class VirtualRack:
         board = subprocess.Popen(
             [sys.executable, "-m", "hil.lab.virtual_board", "--name", name,
              "--runner", str(self.runner), "--log", str(log_path),
+             *([f"--baud={self.baud}"] if self.baud else []),
              *(f"--runner-arg={a}" for a in self.runner_args)],
             stdout=subprocess.PIPE, stderr=self._log(f"{name}.board.log"),
             start_new_session=True,
@@ -161,7 +168,7 @@ class VirtualRack:
             raise TransportError(f"virtual board {name} did not start: {line!r}; see "
                                  f"{self.folder / (name + '.board.log')}") from e
         config = {name: {
-            "RawSerialPort": {"port": facts["pty"], "speed": 115200},
+            "RawSerialPort": {"port": facts["pty"], "speed": self.baud or 115200},
             "NetworkPowerPort": {"model": "simplerest", "host": facts["power_url"], "index": 0},
         }}
         exporter_yaml = self.folder / f"{name}.exporter.yaml"
