@@ -14,10 +14,17 @@ Array = npt.NDArray[Any]
 
 
 def to_array(value: Any) -> Array:
-    """A target's output (tensor, numpy array, list) as an owned float32 numpy array."""
+    """An output (tensor, numpy array, list) as an owned numpy array of the same dtype.
+
+    The dtype is kept so a target that returns float where eager returns int32 is caught;
+    only bfloat16, which numpy lacks, becomes float32.
+    """
     if isinstance(value, torch.Tensor):
-        return value.detach().float().numpy().copy()
-    return np.array(value, dtype=np.float32, copy=True)
+        tensor = value.detach()
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()
+        return tensor.numpy().copy()
+    return np.array(value, copy=True)
 
 
 def save_check_arrays(path: Path, **groups: Sequence[Any]) -> Path:

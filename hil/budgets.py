@@ -71,8 +71,8 @@ def budget_for(case_budgets: Mapping[str, float], device: DeviceSpec, recipe: st
     """The budget for a case on (device, recipe).
 
     The case's table is searched by `first_match` (target-named entries are taken as they are;
-    "*" and recipe-only entries are for the reference machine and get the device's scale), then
-    the device's own default applies.
+    "*" and recipe-only entries are for the reference machine and get the device's scale, and
+    apply only to devices whose latency is measured), then the device's own default applies.
     """
     scale, statistic = device.latency.scale, device.latency.statistic
     found = first_match(case_budgets, device.name, recipe)
@@ -82,7 +82,9 @@ def budget_for(case_budgets: Mapping[str, float], device: DeviceSpec, recipe: st
         source = f"case budget {key!r}"
         if scaled and scale != 1:
             limit, source = limit * scale, f"{source} x device scale {scale:g}"
-        return Budget(limit, statistic, source)
+        # reference-machine budgets say nothing of emulated or estimated time
+        if not scaled or device.latency.timing == "measured":
+            return Budget(limit, statistic, source)
     if device.latency.budget_ms is not None:
         return Budget(device.latency.budget_ms, statistic, f"device default ({device.source.name})")
     return None

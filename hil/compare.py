@@ -18,6 +18,8 @@ from hil.arrays import Array
 FP32_ATOL = 1e-5
 FP32_RTOL = 1e-4
 FP32_MIN_SQNR_DB = 60.0
+FP16_ULPS = 4.0
+FP16_MIN_SQNR_DB = 50.0
 INT8_STEPS = 8.0
 INT8_MIN_SQNR_DB = 15.0
 
@@ -102,15 +104,19 @@ def _cosine(ref: Array, out: Array) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def shape_problems(reference: Sequence[Array], outputs: Sequence[Array]) -> list[str]:
+def structure_problems(reference: Sequence[Array], outputs: Sequence[Array]) -> list[str]:
     """Describe structural differences (count, shape) that make metrics meaningless."""
     if len(reference) != len(outputs):
         return [f"the target returned {len(outputs)} outputs, eager PyTorch {len(reference)}"]
-    return [
-        f"output {i} has shape {tuple(o.shape)}, eager PyTorch {tuple(r.shape)}"
-        for i, (r, o) in enumerate(zip(reference, outputs, strict=True))
-        if r.shape != o.shape
-    ]
+    problems = []
+    for i, (r, o) in enumerate(zip(reference, outputs, strict=True)):
+        if r.shape != o.shape:
+            problems.append(
+                f"output {i} has shape {tuple(o.shape)}, eager PyTorch {tuple(r.shape)}"
+            )
+        elif r.dtype != o.dtype:
+            problems.append(f"output {i} has dtype {o.dtype}, eager PyTorch {r.dtype}")
+    return problems
 
 
 def measure(
@@ -168,6 +174,18 @@ def fp32_tolerance(reference: Sequence[Array]) -> Tolerance:
     )
 
 
+def fp16_tolerance(reference: Sequence[Array]) -> Tolerance:
+    """A float16 model: eager and the kernels round at different points, so allow a few
+    fp16 units in the last place at the output's peak."""
+    peak = max((float(np.max(np.abs(r))) for r in reference if r.size), default=0.0)
+    ulp = float(np.spacing(np.float16(peak)))
+    return Tolerance(
+        max_abs=FP16_ULPS * ulp,
+        min_sqnr_db=FP16_MIN_SQNR_DB,
+        basis=f"fp16: {FP16_ULPS:g} ulps of {ulp:.3g} at peak |reference| {peak:.4g}",
+    )
+
+
 def int8_tolerance(
     reference: Sequence[Array], output_scales: Sequence[float | None], steps: float = INT8_STEPS
 ) -> Tolerance:
@@ -200,7 +218,9 @@ def tolerance_for(
     override: ToleranceOverride | None = None,
 ) -> Tolerance:
     """The tolerance a result must meet: the numerics' rule, then the case's override on top."""
-    if numerics == "fp32":
+    if numerics == "fp32" and any(r.dtype == np.float16 for r in reference):
+        base = fp16_tolerance(reference)
+    elif numerics == "fp32":
         base = fp32_tolerance(reference)
     elif numerics == "a16w8":
         # A 16-bit output step says nothing of the int8 weights' error: judge in int8 steps
@@ -247,7 +267,7 @@ def quantized_agreement(
     quantized: Sequence[Array], outputs: Sequence[Array], output_scales: Sequence[float | None]
 ) -> QuantizedAgreement | None:
     """Worst difference over outputs from the quantized model, in steps of each output's scale."""
-    if shape_problems(quantized, outputs):
+    if structure_problems(quantized, outputs):
         return None
     worst_abs, worst_steps, known = 0.0, 0.0, True
     for i, (ref, out) in enumerate(zip(quantized, outputs, strict=True)):

@@ -41,20 +41,70 @@ def _class_source_hash(cls: type) -> str:
 
 
 def _attribute_token(value: Any, digest: Any) -> bool:
-    """Feed a plain attribute into the digest; False when the value is not configuration."""
-    if isinstance(value, (*_PLAIN, torch.dtype)):
+    """Feed a configuration attribute into the digest; False when the value is not one.
+
+    Configuration is what changes the exported program without living in a tensor: numbers,
+    strings, dtypes, containers of them, and the functions a module holds (their code, the
+    constants and globals they read, their closures; a builtin such as torch.add by name).
+    """
+    if isinstance(value, (*_PLAIN, torch.dtype, torch.device)):
         digest.update(repr(value).encode())
         return True
-    if isinstance(value, (tuple, list)) and all(isinstance(v, _PLAIN) for v in value):
-        digest.update(repr(tuple(value)).encode())
+    if isinstance(value, (tuple, list)):
+        digest.update(f"{type(value).__name__}[{len(value)}]".encode())
+        for item in value:
+            _token_or_type(item, digest)
         return True
+    if isinstance(value, dict):
+        digest.update(f"dict[{len(value)}]".encode())
+        for key in sorted(value, key=repr):
+            digest.update(repr(key).encode())
+            _token_or_type(value[key], digest)
+        return True
+    if isinstance(value, functools.partial):
+        digest.update(b"partial")
+        return all(_attribute_token(v, digest) for v in (value.func, value.args, value.keywords))
     if isinstance(value, types.FunctionType):
-        _hash_code(value.__code__, digest)
-        for cell in value.__closure__ or ():
-            with contextlib.suppress(ValueError):  # an empty cell has no contents
-                _attribute_token(cell.cell_contents, digest)
+        _hash_function(value, digest)
+        return True
+    if isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType)) or (
+        callable(value) and type(value).__module__.startswith("torch._ops")
+    ):
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+        module = getattr(value, "__module__", None) or ""
+        # repr of an OpOverload is stable ("aten.add.Tensor"); a builtin's repr holds an address
+        digest.update((f"{module}.{name}" if name else repr(value)).encode())
         return True
     return False
+
+
+def _token_or_type(value: Any, digest: Any) -> None:
+    """Inside a container, a value that is not configuration still counts by its type."""
+    if not _attribute_token(value, digest):
+        digest.update(type(value).__qualname__.encode())
+
+
+def _hash_function(function: types.FunctionType, digest: Any) -> None:
+    _hash_code(function.__code__, digest)
+    for default in function.__defaults__ or ():
+        _attribute_token(default, digest)
+    for cell in function.__closure__ or ():
+        with contextlib.suppress(ValueError):  # an empty cell has no contents
+            _attribute_token(cell.cell_contents, digest)
+    for name in _global_names(function.__code__):  # module constants it reads, e.g. SCALE = 2
+        if name in function.__globals__:
+            value = function.__globals__[name]
+            if isinstance(value, (*_PLAIN, tuple, list, dict)):
+                digest.update(name.encode())
+                _attribute_token(value, digest)
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
 
 
 def model_fingerprint(module: torch.nn.Module) -> str:

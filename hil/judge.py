@@ -65,7 +65,7 @@ def judge(
     """Every verdict of one check."""
     case = built.case
     outputs = seen.outputs
-    problems = tuple(compare.shape_problems(reference.outputs, outputs))
+    problems = tuple(compare.structure_problems(reference.outputs, outputs))
     tolerance = compare.tolerance_for(
         recipe.numerics, reference.outputs, artifact.output_scales, case.tolerance
     )
@@ -77,7 +77,7 @@ def judge(
     qref = artifact.quantized_reference()
     qref_metrics = None
     agreement = None
-    if qref is not None and not compare.shape_problems(qref, outputs):
+    if qref is not None and not compare.structure_problems(qref, outputs):
         qref_metrics = compare.measure(qref, outputs, classifier=case.classifier)
         agreement = compare.quantized_agreement(qref, outputs, artifact.output_scales)
     latency = latency_stats(seen.timings_us, seen.timing)

@@ -176,14 +176,23 @@ class Session:
         return artifact
 
     def eager(self, built: BuiltCase) -> Reference:
-        """Eager PyTorch outputs (the reference) and eager latency (for comparison tables)."""
+        """Eager PyTorch outputs (the reference) and eager latency (for comparison tables).
+
+        Eager is timed on one thread: torch's OpenMP workers spin and stall whenever another
+        process holds a core, which made eager times swing 100x on shared CI machines.
+        """
         name = built.case.name
         if name not in self._eager:
             import torch
 
             outputs = run_reference(built.module, built.inputs)
-            with torch.no_grad():
-                _, timings = timed_runs(lambda: built.module(*built.inputs), EAGER_POLICY)
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                with torch.no_grad():
+                    _, timings = timed_runs(lambda: built.module(*built.inputs), EAGER_POLICY)
+            finally:
+                torch.set_num_threads(threads)
             self._eager[name] = Reference(outputs, latency_stats(timings))
         return self._eager[name]
 

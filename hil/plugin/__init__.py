@@ -7,6 +7,7 @@ this package only translates between pytest and the library.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -70,11 +71,28 @@ def pytest_configure(config: pytest.Config) -> None:
         results_dir=options.results_dir,
         progress=lambda message: _say(config, message),
     )
+    if options.cache_dir is not None:
+        _export_cache_dir(config, options.cache_dir)
     config.stash[STATE] = HilState(options, registry, session)
     config.pluginmanager.register(HilPlugin(config), "hil-plugin")
     report_hooks.register(config)  # run.json, --hil-report
     allure_hooks.register(config)  # only with --alluredir
     lab_hooks.register(config)  # retries, quarantine, attempts in records, SIGTERM
+
+
+def _export_cache_dir(config: pytest.Config, folder: Path) -> None:
+    """Let model factories (trained weights) and xdist workers find --hil-cache-dir, through
+    the same HIL_CACHE_DIR that hil.session.default_cache_dir() reads; restored at the end."""
+    previous = os.environ.get("HIL_CACHE_DIR")
+    os.environ["HIL_CACHE_DIR"] = str(folder.resolve())
+
+    def restore() -> None:
+        if previous is None:
+            os.environ.pop("HIL_CACHE_DIR", None)
+        else:
+            os.environ["HIL_CACHE_DIR"] = previous
+
+    config.add_cleanup(restore)
 
 
 def _say(config: pytest.Config, message: str) -> None:

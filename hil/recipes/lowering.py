@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from hil.arrays import Array
+from hil.arrays import Array, to_array
 from hil.case import BuiltCase, Inputs
 from hil.errors import ExportError
 
@@ -76,10 +76,10 @@ def output_scales(graph: torch.fx.GraphModule) -> tuple[float | None, ...]:
 
 
 def run_reference(module: Callable[..., Any], inputs: Inputs) -> tuple[Array, ...]:
-    """Outputs of a PyTorch callable as float numpy arrays (flattening tuples and lists)."""
+    """Outputs of a PyTorch callable as numpy arrays in their dtypes (nested outputs flattened)."""
     with torch.no_grad():
         result = module(*inputs)
-    return tuple(t.detach().float().numpy().copy() for t in flatten_outputs(result))
+    return tuple(to_array(t) for t in flatten_outputs(result))
 
 
 def flatten_outputs(result: Any) -> list[torch.Tensor]:

@@ -125,7 +125,7 @@ def backend_latency_table(records: Sequence[Record]) -> list[str]:
         )
     if not rows:
         return []
-    return table(["case", "eager", *recipes], rows, right=range(1, len(recipes) + 2))
+    return table(["case", "eager (1 thread)", *recipes], rows, right=range(1, len(recipes) + 2))
 
 
 def render(records: Sequence[Record]) -> list[str]:

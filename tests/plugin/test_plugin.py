@@ -98,7 +98,7 @@ def test_run_passes_and_prints_one_table_per_target(project: pytest.Pytester) ->
             "case*backend*max abs*SQNR dB*cosine*verdict*median*p90*budget",
             "relu*portable*PASS*",
             "target host: median latency by backend",
-            "case*eager*portable*xnnpack-fp32",
+            "case*eager (1 thread)*portable*xnnpack-fp32",
             "target host2: 3/3 passed",
         ]
     )

@@ -58,3 +58,11 @@ def test_p90_statistic_is_used_when_the_device_says_so() -> None:
 def test_generic_limit() -> None:
     assert judge_limit("sram", 10, 5, "bytes", "spec")[0].observed == 10
     assert not judge_limit("sram", 10, None, "bytes", "spec")
+
+
+def test_reference_budgets_do_not_apply_to_emulated_or_estimated_time() -> None:
+    for timing in ("emulated", "estimated"):
+        spec = device(timing=timing, budget_ms=None)
+        assert budget_for({"*": 1.0, "*/portable": 2.0}, spec, "portable") is None
+        named = budget_for({"slow": 9.0, "*": 1.0}, spec, "portable")
+        assert named is not None and named.limit_ms == 9.0

@@ -33,10 +33,10 @@ def test_top1_agreement_counts_rows() -> None:
     assert compare.measure([ref], [out], classifier=True).top1 == pytest.approx(2 / 3)
 
 
-def test_shape_problems_are_reported_before_metrics() -> None:
-    problems = compare.shape_problems([np.zeros((2, 3))], [np.zeros((3, 2))])
+def test_structure_problems_are_reported_before_metrics() -> None:
+    problems = compare.structure_problems([np.zeros((2, 3))], [np.zeros((3, 2))])
     assert problems == ["output 0 has shape (3, 2), eager PyTorch (2, 3)"]
-    assert "returned 2 outputs" in compare.shape_problems([np.zeros(1)], [np.zeros(1)] * 2)[0]
+    assert "returned 2 outputs" in compare.structure_problems([np.zeros(1)], [np.zeros(1)] * 2)[0]
 
 
 def test_int8_tolerance_is_steps_of_the_output_scale() -> None:
@@ -77,3 +77,17 @@ def test_judge_names_each_breached_metric() -> None:
 def test_nan_output_never_passes() -> None:
     metrics = compare.measure([np.ones(3, np.float32)], [np.array([1, np.nan, 1], np.float32)])
     assert compare.judge(metrics, compare.fp32_tolerance([np.ones(3)]))
+
+
+def test_dtype_differences_are_structure_problems() -> None:
+    ref = [np.arange(4, dtype=np.int32)]
+    assert compare.structure_problems(ref, [np.arange(4, dtype=np.float32)]) == [
+        "output 0 has dtype float32, eager PyTorch int32"
+    ]
+
+
+def test_float16_outputs_get_the_fp16_rule() -> None:
+    ref = [np.array([2.14, -1.0], np.float16)]
+    tol = compare.tolerance_for("fp32", ref)
+    assert tol.max_abs == pytest.approx(compare.FP16_ULPS * 2.0**-9)
+    assert tol.basis.startswith("fp16: 4 ulps")

@@ -53,3 +53,34 @@ def test_buffers_count() -> None:
 def test_digest_is_canonical_and_versions_are_recorded() -> None:
     assert digest_of({"a": 1, "b": [1, 2]}) == digest_of({"b": [1, 2], "a": 1})
     assert {"torch", "executorch", "ethos-u-vela"} <= set(tool_versions())
+
+
+def test_builtins_held_by_a_module_are_told_apart() -> None:
+    assert model_fingerprint(Lambda(torch.add)) != model_fingerprint(Lambda(torch.mul))
+    assert model_fingerprint(Lambda(torch.add)) == model_fingerprint(Lambda(torch.add))
+    ops = torch.ops.aten
+    assert model_fingerprint(Lambda(ops.add.Tensor)) != model_fingerprint(Lambda(ops.mul.Tensor))
+
+
+def test_dicts_partials_and_nested_containers_are_configuration() -> None:
+    import functools
+
+    a, b = Lambda(None), Lambda(None)
+    a.opts, b.opts = {"dim": 1, "scales": [1, 2]}, {"dim": 1, "scales": [1, 3]}
+    assert model_fingerprint(a) != model_fingerprint(b)
+    p1 = Lambda(functools.partial(torch.clamp, min=-1.0))
+    p2 = Lambda(functools.partial(torch.clamp, min=-2.0))
+    assert model_fingerprint(p1) != model_fingerprint(p2)
+
+
+SCALE = 2.0
+
+
+def test_module_constants_a_function_reads_are_part_of_its_code() -> None:
+    global SCALE
+    before = model_fingerprint(Lambda(lambda x: x * SCALE))
+    SCALE = 3.0
+    try:
+        assert model_fingerprint(Lambda(lambda x: x * SCALE)) != before
+    finally:
+        SCALE = 2.0

@@ -28,7 +28,7 @@ def test_one_table_per_target_with_verdicts_and_budget() -> None:
 
 def test_backend_table_puts_eager_beside_each_backend() -> None:
     lines = backend_latency_table([record("mv2", "portable", 13000.0), record("mv2", "xnnpack-fp32", 72.0)])
-    assert lines[0].split() == ["case", "eager", "portable", "xnnpack-fp32"]
+    assert lines[0].split() == ["case", "eager", "(1", "thread)", "portable", "xnnpack-fp32"]
     assert lines[2].split() == ["mv2", "300.0", "us", "13.00", "ms", "72.0", "us"]
 
 
