@@ -78,6 +78,7 @@ bench: setup
 	$(BIN)/python bench/cold_warm.py
 	$(BIN)/python bench/npu_vs_executorch.py
 	$(BIN)/python bench/ssh_deploy.py
+	$(BIN)/python bench/lab_speedup.py
 
 clean:
 	rm -rf .hil build

@@ -17,11 +17,18 @@ from pathlib import Path
 
 import pytest
 import torch
-from lab_rack import FIRMWARE_DIR, lab_state, needs_lab, rack_device, virtual_rack
+from lab_rack import (
+    FIRMWARE_DIR,
+    BoardKiller,
+    lab_state,
+    needs_lab,
+    rack_device,
+    virtual_rack,
+)
 
 from hil import Case, seeded
-from hil.devices import DeviceRegistry
-from hil.errors import InfrastructureError
+from hil.devices import DeviceRegistry, TimingPolicy
+from hil.errors import InfrastructureError, InfrastructureRecovered
 from hil.lab.client import LabClient
 from hil.lab.errors import NoFreeBoard
 from hil.lab.target import LabTarget
@@ -265,3 +272,35 @@ def test_sigterm_ends_the_run_and_releases_the_place(lab: LabSessions, tmp_path:
     assert run.returncode != 0
     assert "SIGTERM" in output, output[-3000:]
     # the fixture checks that vb1 is free again and no reservation is left
+
+
+def wide() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Linear(256, 256)
+
+
+def test_without_retries_a_killed_boards_case_is_infra_and_the_next_runs_on_the_other(
+    tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rack of its own: one of its boards dies for good."""
+    monkeypatch.setenv("HIL_FIRMWARE_DIR", str(FIRMWARE_DIR))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    long = Case("lab_long", wide, seeded((16, 256)), timing=TimingPolicy(
+        warmup=0, min_runs=3, min_time_s=1.5, max_runs=99999, max_time_s=3.0))
+    with virtual_rack(tmp_path / "rack", ["vb1", "vb2"]) as rack:
+        rack_device(tmp_path / "devices", "rack", rack.coordinator)
+        registry = DeviceRegistry.from_dirs([REPO / "devices", tmp_path / "devices"])
+        with Session(devices=registry, cache_dir=shared_cache,
+                     results_dir=tmp_path / "results") as session:
+            first = session.target("rack").describe()["place"]
+            with BoardKiller(rack, b"run: 0 warm-up, 3..99999 runs") as killer, \
+                    pytest.raises(InfrastructureRecovered) as caught:
+                session.check(long, "rack", "portable")
+            assert killer.killed == first
+            other = ({"vb1", "vb2"} - {first}).pop()
+            assert caught.value.recovery == f"{first} out of service; moved to {other}"
+            assert session.broken_cause("rack") is None  # still in service, on the other board
+            assert session.check(linear(6), "rack", "portable").passed
+            assert session.board_of("rack") == other
+        places, reservations = lab_state(rack.coordinator)
+    assert places == {"vb1": None, "vb2": None} and reservations == 0

@@ -90,30 +90,3 @@ def test_two_workers_two_boards_one_killed_mid_case(tmp_path: Path, shared_cache
     assert "victim on rack [portable]: PASS after 2 attempts" in output
     assert places == {"vb1": None, "vb2": None}, "a place was left acquired"
     assert reservations == 0, "a reservation was left behind"
-
-
-def test_without_retries_the_killed_boards_case_is_infra_and_the_rest_move_on(
-    tmp_path: Path, shared_cache: Path
-) -> None:
-    """--hil-retries 0: the case the board died under is reported INFRA (not retried); the
-    worker continues on the other board and no other case fails."""
-    project = tmp_path / "project"
-    (project / "devices").mkdir(parents=True)
-    (project / "test_rack_suite.py").write_text(SUITE)
-    with virtual_rack(tmp_path / "rack", ["vb1", "vb2"]) as rack:
-        rack_device(project / "devices", "rack", rack.coordinator)
-        with BoardKiller(rack, b"run: 0 warm-up, 3..99999 runs") as killer:
-            done = run_pytest(project, "test_rack_suite.py", "--target=rack", "-n", "2",
-                              "--hil-retries=0", f"--hil-cache-dir={shared_cache}",
-                              "--hil-results-dir=results")
-        places, _ = lab_state(rack.coordinator)
-    output = done.stdout + done.stderr
-    assert done.returncode == 1, output[-6000:]
-    records = {r["case"]: r for r in map(json.loads, (project / "results/records.jsonl").open())}
-    assert set(records) == CASE_IDS
-    assert records["victim"]["verdict"] == "INFRA", records["victim"]
-    assert len(records["victim"]["attempts"]) == 1
-    assert records["victim"]["attempts"][0]["recovery"].startswith(f"{killer.killed} out of")
-    assert [c for c, r in records.items() if r["verdict"] != "PASS"] == ["victim"]
-    assert "1 failed, 6 passed" in output
-    assert places == {"vb1": None, "vb2": None}
