@@ -44,6 +44,22 @@ def delegation_details(pte: bytes) -> dict[str, Any]:
     }
 
 
+def _post_training_quantizer() -> Any:
+    """XNNPACK's quantizer without its QAT-only conv+batch-norm patterns.
+
+    prepare_pt2e folds batch norms into their convolutions before annotating, so in
+    post-training quantization those patterns can never match; yet the stock quantizer exports
+    all twelve of them on every prepare (about 1.6 s of a tiny model's export). Dropping them
+    leaves the .pte byte for byte the same (measured on conv+bn+relu models).
+    """
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import XNNPACKQuantizer
+
+    class PostTrainingXnnpackQuantizer(XNNPACKQuantizer):  # type: ignore[misc]
+        SUPPORTED_PATTERNS = [p for p in XNNPACKQuantizer.SUPPORTED_PATTERNS if not p.is_qat]
+
+    return PostTrainingXnnpackQuantizer()
+
+
 class XnnpackFp32Recipe(Recipe):
     name = "xnnpack-fp32"
     numerics = "fp32"
@@ -64,11 +80,10 @@ class XnnpackInt8Recipe(Recipe):
 
     def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
         from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-            XNNPACKQuantizer,
             get_symmetric_quantization_config,
         )
 
-        quantizer = XNNPACKQuantizer()
+        quantizer = _post_training_quantizer()
         quantizer.set_global(
             get_symmetric_quantization_config(is_per_channel=bool(self.options["per_channel"]))
         )
