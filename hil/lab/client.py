@@ -21,6 +21,7 @@ import logging
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from hil.errors import TargetUnavailable
@@ -201,8 +202,8 @@ class LabClient:
 
         def collect(s: Any) -> tuple[ResourceView, ...]:
             return tuple(
-                ResourceView((exporter, group, entry.cls, name), entry.cls, dict(entry.args),
-                             bool(entry.avail))
+                ResourceView((exporter, group, entry.cls, name), entry.cls,
+                             MappingProxyType(dict(entry.args)), bool(entry.avail))
                 for exporter, groups in s.resources.items()
                 for group, entries in groups.items()
                 for name, entry in entries.items()
@@ -220,7 +221,8 @@ class LabClient:
                 exporter, group, cls, name = path
                 entry = s.resources.get(exporter, {}).get(group, {}).get(name)
                 if entry is not None and entry.data.get("cls") == cls:
-                    found.append(ResourceView(path, cls, dict(entry.args), bool(entry.avail)))
+                    found.append(ResourceView(path, cls, MappingProxyType(dict(entry.args)),
+                                              bool(entry.avail)))
             return tuple(found)
 
         return self._read(collect)
@@ -297,7 +299,7 @@ class LabClient:
 def _place(place: Any) -> PlaceView:
     return PlaceView(
         name=str(place.name),
-        tags=dict(place.tags),
+        tags=MappingProxyType(dict(place.tags)),
         acquired=place.acquired or None,
         reservation=place.reservation or None,
         acquired_resources=tuple(tuple(p) for p in place.acquired_resources),

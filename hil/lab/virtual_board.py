@@ -53,7 +53,10 @@ class Uart:
         self.rate = baud / 10.0
         self._board_end: socket.socket | None = None
         self._lock = threading.Lock()
+
+    def start(self) -> Uart:
         threading.Thread(target=self._to_runner, name="uart-rx", daemon=True).start()
+        return self
 
     def attach(self) -> socket.socket:
         """A fresh line for a runner that is powering on; returns the runner's end."""
@@ -115,12 +118,20 @@ class Board:
         self.runner = runner
         self.args = args
         self.log = log
+        self.baud = baud
+        self.lock = threading.Lock()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.uart: Uart | None = None
+        self.master = self.slave = -1
+        self.pty = ""
+
+    def open(self) -> Board:
+        """The pty, both ends held for the board's life (and the UART on it, if paced)."""
         self.master, self.slave = os.openpty()
         tty.setraw(self.slave)  # bytes untouched: no echo, no line editing
         self.pty = os.ttyname(self.slave)
-        self.lock = threading.Lock()
-        self.process: subprocess.Popen[bytes] | None = None
-        self.uart = Uart(self.master, baud) if baud else None
+        self.uart = Uart(self.master, self.baud).start() if self.baud else None
+        return self
 
     def _say(self, text: str) -> None:
         self.log.write(f"--- {time.strftime('%H:%M:%S')} {text}\n".encode())
@@ -190,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runner-arg", action="append", default=[])
     args = parser.parse_args(argv)
     with args.log.open("ab") as log:
-        board = Board(args.runner, args.runner_arg, log, args.baud)
+        board = Board(args.runner, args.runner_arg, log, args.baud).open()
         server = serve_power(board)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -28,7 +28,7 @@ from lab_rack import (
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
-from hil.errors import InfrastructureError, InfrastructureRecovered
+from hil.errors import InfrastructureError, InfrastructureRecovered, TargetCrash
 from hil.lab.client import LabClient
 from hil.lab.errors import NoFreeBoard
 from hil.lab.target import LabTarget
@@ -45,6 +45,16 @@ def linear(seed: int) -> Case:
         return torch.nn.Linear(8, 4)
 
     return Case(f"lab_linear{seed}", make, seeded((1, 8)))
+
+
+def wide() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Linear(256, 256)
+
+
+# About 1.5 s of runs on the board: long enough for something to happen in the middle.
+LONG = Case("lab_long", wide, seeded((16, 256)), timing=TimingPolicy(
+    warmup=0, min_runs=3, min_time_s=1.5, max_runs=99999, max_time_s=3.0))
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +151,33 @@ def test_a_silent_runner_is_power_cycled_and_the_case_retried_on_the_same_board(
     switched = [line.split()[-2:] for line in log.read_text()[start:].splitlines()
                 if line.startswith("--- ")]
     assert switched == [["power", "off"], ["power", "on"]]  # labgrid's driver worked the switch
+
+
+def test_a_crash_on_a_lab_board_is_not_retried_and_the_board_comes_back_for_the_next_case(
+    lab: LabSessions,
+) -> None:
+    session, name = lab.session(retries=2, place="vb1")
+    assert session.check(linear(7), name, "portable").passed
+    log = lab.rack.boards["vb1"].log_path
+    start = log.stat().st_size
+    crashed = threading.Event()
+
+    def fault_when_running() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if b"run: 0 warm-up, 3..99999" in log.read_bytes()[start:]:
+                os.kill(lab.rack.runner_pid("vb1"), signal.SIGSEGV)  # type: ignore[arg-type]
+                crashed.set()
+                return
+            time.sleep(0.02)
+
+    threading.Thread(target=fault_when_running, daemon=True).start()
+    with pytest.raises(TargetCrash) as caught:
+        session.check(LONG, name, "portable")
+    assert crashed.is_set() and "faulted" in str(caught.value)
+    assert session.last_attempts is not None and len(session.last_attempts.attempts) == 1
+    assert session.check(linear(8), name, "portable").passed  # re-leased, runner restarted
+    assert "power off" in log.read_text()[start:]  # the crashed board was power-cycled
 
 
 def test_without_power_a_silent_board_is_an_infrastructure_error_and_the_target_moves_on(
@@ -274,19 +311,12 @@ def test_sigterm_ends_the_run_and_releases_the_place(lab: LabSessions, tmp_path:
     # the fixture checks that vb1 is free again and no reservation is left
 
 
-def wide() -> torch.nn.Module:
-    torch.manual_seed(0)
-    return torch.nn.Linear(256, 256)
-
-
 def test_without_retries_a_killed_boards_case_is_infra_and_the_next_runs_on_the_other(
     tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A rack of its own: one of its boards dies for good."""
     monkeypatch.setenv("HIL_FIRMWARE_DIR", str(FIRMWARE_DIR))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    long = Case("lab_long", wide, seeded((16, 256)), timing=TimingPolicy(
-        warmup=0, min_runs=3, min_time_s=1.5, max_runs=99999, max_time_s=3.0))
     with virtual_rack(tmp_path / "rack", ["vb1", "vb2"]) as rack:
         rack_device(tmp_path / "devices", "rack", rack.coordinator)
         registry = DeviceRegistry.from_dirs([REPO / "devices", tmp_path / "devices"])
@@ -295,7 +325,7 @@ def test_without_retries_a_killed_boards_case_is_infra_and_the_next_runs_on_the_
             first = session.target("rack").describe()["place"]
             with BoardKiller(rack, b"run: 0 warm-up, 3..99999 runs") as killer, \
                     pytest.raises(InfrastructureRecovered) as caught:
-                session.check(long, "rack", "portable")
+                session.check(LONG, "rack", "portable")
             assert killer.killed == first
             other = ({"vb1", "vb2"} - {first}).pop()
             assert caught.value.recovery == f"{first} out of service; moved to {other}"
