@@ -89,6 +89,7 @@ class VirtualRack:
         self.runner_args = list(runner_args)
         self.port = 0
         self.boards: dict[str, RackBoard] = {}
+        self.services: dict[str, subprocess.Popen[bytes]] = {}  # exporters of export_place
         self._coordinator: subprocess.Popen[bytes] | None = None
         self._logs: list[IO[bytes]] = []
         self.log = logging.getLogger(f"hil.lab.VirtualRack({folder.name})")
@@ -167,33 +168,52 @@ class VirtualRack:
             board.kill()
             raise TransportError(f"virtual board {name} did not start: {line!r}; see "
                                  f"{self.folder / (name + '.board.log')}") from e
-        config = {name: {
+        exporter = self._start_exporter(name, {
             "RawSerialPort": {"port": facts["pty"], "speed": self.baud or 115200},
             "NetworkPowerPort": {"model": "simplerest", "host": facts["power_url"], "index": 0},
-        }}
-        exporter_yaml = self.folder / f"{name}.exporter.yaml"
-        exporter_yaml.write_text(yaml.safe_dump(config))
-        exporter_log = self.folder / f"{name}.exporter.log"
-        exporter = subprocess.Popen(
-            [labgrid_tool("labgrid-exporter"), "-c", self.coordinator,
-             "-n", self._exporter_name(name), "--hostname", "127.0.0.1", str(exporter_yaml)],
-            cwd=self.folder, stdout=self._log(exporter_log.name), stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        })
         self.boards[name] = RackBoard(name, board, exporter, facts["pty"], facts["power_url"],
-                                      log_path, exporter_log)
+                                      log_path, self.folder / f"{name}.exporter.log")
 
-    def _await_exports(self, client: LabClient) -> None:
+    def _start_exporter(self, group: str, resources: dict[str, object]) -> subprocess.Popen[bytes]:
+        """labgrid-exporter serving one group (the place of the same name) of `resources`."""
+        exporter_yaml = self.folder / f"{group}.exporter.yaml"
+        exporter_yaml.write_text(yaml.safe_dump({group: resources}))
+        return subprocess.Popen(
+            [labgrid_tool("labgrid-exporter"), "-c", self.coordinator,
+             "-n", self._exporter_name(group), "--hostname", "127.0.0.1", str(exporter_yaml)],
+            cwd=self.folder, stdout=self._log(f"{group}.exporter.log"),
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    def _await_exports(self, client: LabClient, names: Sequence[str] | None = None) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
-        wanted = {(self._exporter_name(n), n) for n in self.names}
+        names = self.names if names is None else names
+        wanted = {(self._exporter_name(n), n) for n in names}
         while time.monotonic() < deadline:
-            seen = {(r.path[0], r.path[1]) for r in client.exported()
-                    if r.cls == "NetworkSerialPort" and r.avail}
-            if wanted <= seen:
+            exported = client.exported()
+            seen = {(r.path[0], r.path[1]) for r in exported}
+            down = {(r.path[0], r.path[1]) for r in exported if not r.avail}
+            if wanted <= seen and not wanted & down:
                 return
             time.sleep(0.1)
-        raise TransportError(f"the exporters of {', '.join(self.names)} did not come up within "
+        raise TransportError(f"the exporters of {', '.join(names)} did not come up within "
                              f"{START_TIMEOUT_S:.0f} s; see the *.exporter.log in {self.folder}")
+
+    def export_place(self, name: str, resources: Mapping[str, Mapping[str, object]],
+                     tags: Mapping[str, str]) -> None:
+        """Another place, of resources served elsewhere (an SSH service: a NetworkService),
+        through an exporter of its own."""
+        exporter = self._start_exporter(name, dict(resources))
+        self.services[name] = exporter
+        client = LabClient(self.coordinator).connect()
+        try:
+            client.add_place(name)
+            client.add_match(name, f"{self._exporter_name(name)}/{name}/*")
+            client.set_tags(name, tags)
+            self._await_exports(client, [name])
+        finally:
+            client.close()
 
     # -- faults and stop -------------------------------------------------------------------
 
@@ -227,6 +247,9 @@ class VirtualRack:
         board.board.wait(5)
 
     def stop(self) -> None:
+        for exporter in self.services.values():
+            _stop(exporter)
+        self.services.clear()
         for board in self.boards.values():
             if board.exporter is not None:
                 _stop(board.exporter)

@@ -2,11 +2,13 @@
 ptys behind power switches labgrid's NetworkPowerDriver works): leasing and releasing, a
 runner that stops answering power-cycled before it is called an infrastructure error, a
 board that fails provisioning left for the next one, reservation tokens made by a CI job,
-places a hard-killed process left behind taken back, SIGTERM releasing places."""
+places a hard-killed process left behind taken back, SIGTERM releasing places, and an SSH
+board (the emulated Pi) reached through its place's NetworkService."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from lab_rack import (
     FIRMWARE_DIR,
     BoardKiller,
@@ -34,6 +37,7 @@ from hil.lab.errors import NoFreeBoard
 from hil.lab.target import LabTarget
 from hil.lab.virtual_rack import VirtualRack
 from hil.session import Session
+from hil.targets.emulated_pi import EmulatedPi
 
 pytestmark = needs_lab
 REPO = Path(__file__).resolve().parents[2]
@@ -334,3 +338,45 @@ def test_without_retries_a_killed_boards_case_is_infra_and_the_next_runs_on_the_
             assert session.board_of("rack") == other
         places, reservations = lab_state(rack.coordinator)
     assert places == {"vb1": None, "vb2": None} and reservations == 0
+
+
+@pytest.mark.skipif(
+    not (os.path.exists("/usr/sbin/sshd") and shutil.which("qemu-aarch64")
+         and os.geteuid() == 0),
+    reason="needs root, openssh-server and qemu-user (make test installs them)",
+)
+def test_an_ssh_board_is_reached_through_the_places_network_service(
+    tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The emulated Pi's sshd exported as a NetworkService of place pi1: the ssh device file
+    names the place, and SshTarget gets host, port and user from it."""
+    monkeypatch.setenv("HIL_FIRMWARE_DIR", str(FIRMWARE_DIR))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    pi = EmulatedPi("lab-pi", root=tmp_path / "pi")
+    with virtual_rack(tmp_path / "rack", []) as rack:
+        endpoint = pi.start()
+        try:
+            rack.export_place("pi1", {"NetworkService": {
+                "address": endpoint.host, "port": endpoint.port, "username": endpoint.user,
+            }}, {"board": "pi5"})
+            spec = yaml.safe_load((REPO / "devices" / "pi5-emu.yaml").read_text())
+            spec["connection"].pop("virtual")
+            spec["connection"].update(
+                labgrid={"coordinator": rack.coordinator, "tags": {"board": "pi5"}},
+                identity=str(endpoint.identity), known_hosts=str(endpoint.known_hosts),
+                remote_dir=pi.remote_dir,
+            )
+            spec["name"] = "pi-lab"
+            (tmp_path / "devices").mkdir()
+            (tmp_path / "devices" / "pi-lab.yaml").write_text(yaml.safe_dump(spec))
+            registry = DeviceRegistry.from_dirs([REPO / "devices", tmp_path / "devices"])
+            with Session(devices=registry, cache_dir=shared_cache,
+                         results_dir=tmp_path / "results") as session:
+                result = session.check(linear(0), "pi-lab", "portable")
+                assert result.passed, result.output_failure()
+                assert result.target_info["place"] == "pi1"
+                assert result.target_info["address"] == f"{endpoint.user}@127.0.0.1:{endpoint.port}"
+            places, reservations = lab_state(rack.coordinator)
+        finally:
+            pi.stop()
+    assert places == {"pi1": None} and reservations == 0
