@@ -71,6 +71,8 @@ class LeaseBook:
         with contextlib.suppress(OSError, ValueError):
             if json.loads(path.read_text()).get("pid") == os.getpid():
                 path.unlink()
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()  # only when no other lease of this coordinator is noted
 
     def reclaim(self, client: LabClient, filters: Mapping[str, str]) -> list[str]:
         """Release the pool's places whose noted holder on this host is gone; their names."""

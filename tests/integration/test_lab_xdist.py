@@ -44,7 +44,8 @@ CASE_IDS = {"lin0", "lin1", "victim", "lin2", "lin3", "lin4", "lin5"}
 
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HIL_FIRMWARE_DIR": str(FIRMWARE_DIR)}
+    env = {**os.environ, "HIL_FIRMWARE_DIR": str(FIRMWARE_DIR),
+           "XDG_CACHE_HOME": str(project / "cache")}  # the lease notes
     return subprocess.run(
         [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-p", "no:labgrid",
          "-W", "ignore", "-o", "addopts="],
