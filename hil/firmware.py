@@ -23,6 +23,7 @@ import importlib.metadata
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,12 +145,22 @@ def build_id_for(config: FirmwareConfig) -> str:
     return f"{config.preset}-{config_hash(config)[:16]}"
 
 
+CMAKE_MINIMUM = (3, 28)
+
+
 def _cmake() -> str:
-    """pip's cmake beside this Python first: the executorch package needs CMake >= 3.28."""
+    """pip's cmake beside this Python first: the executorch package needs CMake >= 3.28, and
+    the system's may be older (Debian 12 ships 3.25) or be first on PATH."""
     beside = Path(sys.executable).parent / "cmake"
     found = str(beside) if beside.exists() else shutil.which("cmake")
+    fix = "pip install 'cmake>=3.28' into hil's environment (make setup does)"
     if found is None:
-        raise TargetUnavailable("cmake is not installed", fix="pip install cmake (3.28 or newer)")
+        raise TargetUnavailable("cmake is not installed", fix=fix)
+    version = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
+    numbers = re.search(r"(\d+)\.(\d+)", version)
+    if numbers is None or tuple(map(int, numbers.groups())) < CMAKE_MINIMUM:
+        seen = numbers.group(0) if numbers else "of unknown version"
+        raise TargetUnavailable(f"{found} is cmake {seen}; the runner needs 3.28 or newer", fix=fix)
     return found
 
 
