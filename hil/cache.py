@@ -13,7 +13,6 @@ entry whose .pte no longer matches its recorded sha256 is reported, removed and 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -21,7 +20,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -31,6 +30,7 @@ import numpy as np
 
 from hil.arrays import Array
 from hil.errors import CacheError, ExportError
+from hil.locks import file_lock
 from hil.recipes.base import ExportProduct
 
 PTE_NAME = "model.pte"
@@ -88,23 +88,14 @@ class ArtifactCache:
     def _entry(self, key: str) -> Path:
         return self.root / "artifacts" / key
 
-    @contextlib.contextmanager
-    def _locked(self, key: str) -> Iterator[None]:
-        locks = self.root / "locks"
-        try:
-            locks.mkdir(parents=True, exist_ok=True)
-            handle = (locks / f"{key}.lock").open("w")
-        except OSError as e:
-            raise CacheError(
+    def _locked(self, key: str) -> contextlib.AbstractContextManager[None]:
+        def unwritable(e: OSError) -> CacheError:
+            return CacheError(
                 f"cannot write to the artifact cache at {self.root}: {e.strerror}",
                 fix="point --hil-cache-dir (or HIL_CACHE_DIR) at a writable folder",
-            ) from e
-        with handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+            )
+
+        return file_lock(self.root / "locks" / f"{key}.lock", unwritable)
 
     def lookup(self, key: str) -> tuple[Artifact | None, str | None]:
         """The verified entry for `key`, or None and why it is unusable (None if simply absent)."""

@@ -15,8 +15,6 @@ this build, and the build lives in `<firmware dir>/<hash>/`: CI builds each conf
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import hashlib
 import importlib.metadata
@@ -28,13 +26,14 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from hil.devices import DeviceSpec
 from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+from hil.locks import file_lock
 
 log = logging.getLogger("hil.firmware")
 
@@ -164,17 +163,6 @@ def _cmake() -> str:
     return found
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _run(command: list[str], what: str, log_file: Path) -> None:
     log.info("%s: %s", what, " ".join(command))
     with log_file.open("a") as out:
@@ -198,7 +186,10 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
     build_id = f"{config.preset}-{digest[:16]}"
     folder = (root or default_firmware_dir()).resolve() / digest
     record = folder / "runner.json"
-    with _locked(folder.parent / f"{digest}.lock"):
+    def unwritable(e: OSError) -> DeployError:
+        return DeployError(f"cannot write the firmware build folder {folder.parent}: {e}")
+
+    with file_lock(folder.parent / f"{digest}.lock", unwritable):
         if record.exists() and not force:
             binary = Path(json.loads(record.read_text())["binary"])
             if binary.exists():

@@ -40,6 +40,7 @@ import yaml
 
 from hil.errors import TargetUnavailable, TransportError
 from hil.lab.client import LabClient
+from hil.processes import stop_process
 
 START_TIMEOUT_S = 30.0
 
@@ -276,12 +277,6 @@ class VirtualRack:
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM (an exporter stops its ser2net then), SIGKILL if it does not end, and its
     process group after it (a ser2net orphaned by a killed exporter)."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+    stop_process(process, grace_s=10)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)

@@ -18,7 +18,6 @@ the quantized model was built now or reused.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -26,7 +25,7 @@ import operator
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from hil.fingerprint import (
     tensors_fingerprint,
     tool_versions,
 )
+from hil.locks import file_lock
 from hil.recipes.lowering import (
     export_program,
     exporter_step,
@@ -115,19 +115,11 @@ class QuantizedStore:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    @contextlib.contextmanager
-    def _locked(self, key: str) -> Iterator[None]:
-        try:
-            (self.root / "locks").mkdir(parents=True, exist_ok=True)
-            handle = (self.root / "locks" / f"{key}.lock").open("w")
-        except OSError as e:
-            raise CacheError(f"cannot write the quantized-model store at {self.root}: {e}") from e
-        with handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _locked(self, key: str) -> contextlib.AbstractContextManager[None]:
+        return file_lock(
+            self.root / "locks" / f"{key}.lock",
+            lambda e: CacheError(f"cannot write the quantized-model store at {self.root}: {e}"),
+        )
 
     def get(
         self,

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from hil.errors import TargetUnavailable
+from hil.processes import stop_process
 from hil.targets.board import board_log_dir, tail
 from hil.transports.ssh import SshEndpoint
 
@@ -185,13 +186,8 @@ class EmulatedPi:
 
     def _stop_process(self) -> None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+        if process is not None:
+            stop_process(process)
 
     def stop(self) -> None:
         """Stop the listener and every connection it serves; forget the keys."""

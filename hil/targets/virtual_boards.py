@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from hil.errors import TargetUnavailable, TransportError
+from hil.processes import stop_process
 from hil.targets.board import board_log_dir, tail
 
 QEMU_BOOT_S = 15.0
@@ -94,13 +95,8 @@ class ProcessBoard:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=3)
+        if process is not None:
+            stop_process(process, grace_s=3)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None

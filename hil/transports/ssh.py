@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hil.errors import HilError, TargetUnavailable, TransportError
+from hil.processes import stop_process
 
 CONNECT_TIMEOUT_S = 15.0
 VERIFY = ("compare it with the key on the device itself (on its console: "
@@ -180,13 +181,8 @@ class SshConnection:
 
     def close(self) -> None:
         master, self._master = self._master, None
-        if master is not None and master.poll() is None:
-            master.terminate()
-            try:
-                master.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                master.kill()
-                master.wait(timeout=5)
+        if master is not None:
+            stop_process(master)
         if self._control_dir is not None:
             for leftover in Path(self._control_dir).glob("*"):
                 leftover.unlink(missing_ok=True)

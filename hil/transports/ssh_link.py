@@ -13,6 +13,7 @@ import subprocess
 import time
 
 from hil.errors import LinkTimeout, TransportError
+from hil.processes import stop_process
 
 
 class ProcessLink:
@@ -72,15 +73,6 @@ class ProcessLink:
                 process.stdin.close()
             except OSError:
                 self.log.debug("closing stdin failed", exc_info=True)
-        if process.poll() is None:
-            try:
-                process.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                process.terminate()
-                try:
-                    process.wait(timeout=3)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(timeout=3)
+        stop_process(process, grace_s=3, ask=False)  # closing stdin asked it to end
         if process.stdout is not None:
             process.stdout.close()
