@@ -83,7 +83,9 @@ def test_u55_and_u85_share_the_quantized_model(session: Session) -> None:
         session.check(tiny(), target)
     entries = [p for p in (session.cache.root / "shared" / "quantized").iterdir() if p.is_dir()]
     keys = {session.check(tiny(), t).artifact.details["quantized_model"] for t in NPU_TARGETS}
-    assert len(keys) == 1 and any(e.name.startswith(keys.pop()) for e in entries)
+    assert len(keys) == 1
+    (key,) = keys
+    assert any(e.name.startswith(key) for e in entries)
 
 
 def test_warm_run_exports_nothing_yet_executes_the_tosa_graph(
