@@ -19,6 +19,8 @@
 #define SCB_SFAR HIL_REG32(0xE000EDE8u)
 #define SCB_CPACR HIL_REG32(0xE000ED88u)
 
+#define NVIC_ISER(n) HIL_REG32(0xE000E100u + 4u * (n)) /* interrupt set-enable, 32 a word */
+
 #define SYST_CSR HIL_REG32(0xE000E010u)
 #define SYST_RVR HIL_REG32(0xE000E014u)
 #define SYST_CVR HIL_REG32(0xE000E018u)

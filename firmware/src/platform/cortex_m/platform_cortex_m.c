@@ -10,6 +10,9 @@
 #include "boards/board.h"
 #include "cmsdk_uart.h"
 #include "semihost.h"
+#ifdef HIL_ETHOS_U
+#include "ethos_u/npu.h"
+#endif
 
 #ifndef HIL_CPU_NAME
 #define HIL_CPU_NAME "cortex-m"
@@ -51,6 +54,9 @@ int hil_platform_init(int argc, char **argv) {
     hil_fault_t last;
     hil_platform_last_fault(&last);
     if (last.valid) hil_platform_log(HIL_LOG_WARN, "booted after a fault (FAULT_REPORT has it)");
+#ifdef HIL_ETHOS_U
+    (void)hil_npu_start(); /* a failure is logged; the link still comes up (ethos_u/npu.h) */
+#endif
     return 0;
 }
 

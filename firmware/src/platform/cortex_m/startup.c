@@ -8,6 +8,13 @@
 
 #include "armv8m.h"
 
+#ifdef HIL_ETHOS_U
+#include "ethos_u/npu.h"
+#define EXTERNAL_IRQS (HIL_NPU_IRQ < 32 ? 32 : HIL_NPU_IRQ + 1)
+#else
+#define EXTERNAL_IRQS 32
+#endif
+
 extern uint32_t __data_load, __data_start, __data_end, __bss_start, __bss_end, __stack_top;
 extern int main(int argc, char **argv);
 extern void __libc_init_array(void);
@@ -37,7 +44,7 @@ void Reset_Handler(void) {
 
 typedef void (*vector_t)(void);
 
-__attribute__((section(".vectors"), used)) const vector_t hil_vectors[16 + 32] = {
+__attribute__((section(".vectors"), used)) const vector_t hil_vectors[16 + EXTERNAL_IRQS] = {
     (vector_t)&__stack_top,
     Reset_Handler,
     Default_Handler, /* NMI */
@@ -52,5 +59,8 @@ __attribute__((section(".vectors"), used)) const vector_t hil_vectors[16 + 32] =
     0,
     Default_Handler, /* PendSV */
     SysTick_Handler,
-    /* external interrupts: none used (the UART is polled) */
+    /* external interrupts: only the NPU's, where there is one (the UART is polled) */
+#ifdef HIL_ETHOS_U
+    [16 + HIL_NPU_IRQ] = hil_npu_irq_handler,
+#endif
 };
