@@ -21,7 +21,7 @@ from hil.arrays import to_array
 from hil.cache import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
-from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+from hil.errors import DeployError, DeviceSpecError, TargetCrash, TargetUnavailable
 from hil.partition import PartitionReport
 from hil.recipes.cortex_m import channels_last
 from hil.recipes.host_program import load_host_program
@@ -78,8 +78,17 @@ class CortexMRefTarget(Target):
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         module, layout, counters = self._loaded[deployment.sha256]
         values = tuple(channels_last(t) for t in inputs) if layout else inputs
-        with torch.no_grad():
-            result = module(*values)
+        try:
+            with torch.no_grad():
+                result = module(*values)
+        except Exception as e:  # a reference operator refusing its dtype is what a device's
+            # "missing operator" would be: the program cannot run as lowered
+            raise TargetCrash(
+                f"the cortex_m program failed in its Python reference operators: "
+                f"{type(e).__name__}: {e}",
+                fix="the lowering left an operator without a kernel for its dtype; restrict the "
+                "case to other recipes or mark it xfail with this reason",
+            ) from e
         return RunResult(
             outputs=tuple(to_array(t) for t in flatten_outputs(result)),
             counters=counters,
