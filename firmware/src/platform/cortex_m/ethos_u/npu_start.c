@@ -29,18 +29,17 @@ static int npu_failure; /* what ethosu_init said instead, for the reason given l
  * would reset forever. Kept over the reset in .noinit, as the fault record is. */
 static uint32_t npu_starting __attribute__((section(".noinit")));
 
-#if HIL_NPU_FAST_MEMORY_SIZE > 0
 /* Vela's Dedicated_Sram mode (Ethos-U65/U85) keeps a fast scratch in region 2. ExecuTorch's
- * delegate passes ethosu_fast_scratch as that region's base; the driver checks its size
- * against the arena it was given at start, so both name the same SRAM. */
+ * delegate passes ethosu_fast_scratch as that region's base, and the driver checks its size
+ * against the arena it was given at start: both name the same SRAM, or none (the U55). */
+#if HIL_NPU_FAST_MEMORY_SIZE > 0
 static uint8_t fast_memory[HIL_NPU_FAST_MEMORY_SIZE]
     __attribute__((section(".sram.ethosu_fast"), aligned(16)));
 unsigned char *ethosu_fast_scratch = fast_memory;
-size_t ethosu_fast_scratch_size = sizeof(fast_memory);
-#define FAST_MEMORY fast_memory
 #else
-#define FAST_MEMORY NULL
+unsigned char *ethosu_fast_scratch = NULL;
 #endif
+size_t ethosu_fast_scratch_size = HIL_NPU_FAST_MEMORY_SIZE;
 
 int hil_npu_start(void) {
     if (npu_starting == STARTING) {
@@ -55,8 +54,8 @@ int hil_npu_start(void) {
     npu_starting = STARTING; /* in memory before a reset: the fault handler syncs first */
     /* Secure and privileged: the state the core resets into and the runner stays in, so the
      * NPU's own accesses reach every buffer the runner hands it. */
-    int status = ethosu_init(&npu, (void *)(uintptr_t)HIL_NPU_BASE, FAST_MEMORY,
-                             HIL_NPU_FAST_MEMORY_SIZE, 1, 1);
+    int status = ethosu_init(&npu, (void *)(uintptr_t)HIL_NPU_BASE, ethosu_fast_scratch,
+                             ethosu_fast_scratch_size, 1, 1);
     npu_starting = 0;
     if (status != 0) {
         npu_failure = status;
