@@ -77,6 +77,7 @@ lint: setup
 bench: setup
 	$(BIN)/python bench/cold_warm.py
 	$(BIN)/python bench/npu_vs_executorch.py
+	$(BIN)/python bench/protocol_throughput.py
 	$(BIN)/python bench/ssh_deploy.py
 	$(BIN)/python bench/lab_speedup.py
 

@@ -70,15 +70,19 @@ def host_overhead() -> None:
         return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten())
 
     case = Case("bench_cnn", model, seeded((1, 3, 16, 16)), timing=POLICY)
-    with tempfile.TemporaryDirectory(prefix="hil-bench-") as tmp, Session(
-        cache_dir=Path(tmp) / "cache", results_dir=Path(tmp) / "results"
-    ) as session:
+    with (
+        tempfile.TemporaryDirectory(prefix="hil-bench-") as tmp,
+        Session(cache_dir=Path(tmp) / "cache", results_dir=Path(tmp) / "results") as session,
+    ):
         for recipe in ("portable", "xnnpack-fp32"):
             result = session.check(case, "host", recipe)
             assert result.latency is not None
-            bare = statistics.median(bare_loop(result.artifact.pte_path, case.inputs()[0], result.latency.runs))
+            bare = statistics.median(
+                bare_loop(result.artifact.pte_path, case.inputs()[0], result.latency.runs)
+            )
             hil_us = result.latency.median_us
-            print(f"  {recipe:<14} hil {hil_us:8.2f} us   bare {bare:8.2f} us   ratio {hil_us / bare:.3f}")
+            ratio = hil_us / bare
+            print(f"  {recipe:<14} hil {hil_us:8.2f} us   bare {bare:8.2f} us   ratio {ratio:.3f}")
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from hil import export_speedup
 from hil.arrays import save_check_arrays
 from hil.budgets import latency_stats
 from hil.cache import Artifact, ArtifactCache
@@ -163,6 +164,7 @@ class Session:
         key = digest_of(material)
 
         def build(workdir: Path) -> Any:
+            export_speedup.install()
             with _heartbeat(self.progress, f"exporting {name} with {recipe.name}"):
                 return recipe.export(built, workdir)
 
