@@ -30,21 +30,23 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def network_port() -> Iterator[str]:
+def network_port(tmp_path: Path) -> Iterator[str]:
     if shutil.which("socat") is None:
         pytest.skip("socat is not installed; fix: apt-get install socat")
     board = HostRunnerBoard("net-runner", firmware.build(firmware.FirmwareConfig("host")).binary)
     pty = board.start()
     port = free_port()
-    server = subprocess.Popen(  # fork: one child per connection, the probe's included
-        ["socat", f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork", f"FILE:{pty},raw,echo=0"],
-        stderr=subprocess.DEVNULL,
-    )
+    log = tmp_path / "socat.log"
+    with log.open("w") as sink:
+        server = subprocess.Popen(  # fork: a child per connection, as ser2net serves each client
+            ["socat", "-d", "-d", f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork",
+             f"FILE:{pty},raw,echo=0"],
+            stderr=sink,
+        )  # fmt: skip
+    # Wait for socat's own "listening" line: a probe connection would fork a child that holds
+    # the pty too and, while it lingers, reads the runner's replies meant for hil.
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:  # until socat listens
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                break
+    while "listening on" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     yield f"socket://127.0.0.1:{port}"
     server.terminate()
