@@ -15,6 +15,17 @@ from hil import Case, seeded
 from hil.devices import DeviceRegistry
 from hil.session import Session
 
+# The Arm and Cortex-M backends the host warm-up does not reach; each registers torch operator
+# libraries when first imported.
+LAZY_BACKEND_MODULES = (
+    "executorch.backends.arm.ethosu",
+    "executorch.backends.arm.quantizer",
+    "executorch.backends.arm.tosa.backend",
+    "executorch.backends.cortex_m.passes",
+    "executorch.backends.cortex_m.quantizer.quantizer",
+    "executorch.kernels.quantized",
+)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def exporter_imported(
@@ -29,14 +40,3 @@ def exporter_imported(
     for module in LAZY_BACKEND_MODULES:
         importlib.import_module(module)
 
-
-# The Arm and Cortex-M backends the host warm-up does not reach; each registers torch operator
-# libraries when first imported.
-LAZY_BACKEND_MODULES = (
-    "executorch.backends.arm.ethosu",
-    "executorch.backends.arm.quantizer",
-    "executorch.backends.arm.tosa.backend",
-    "executorch.backends.cortex_m.passes",
-    "executorch.backends.cortex_m.quantizer.quantizer",
-    "executorch.kernels.quantized",
-)
