@@ -4,16 +4,14 @@ model are never retried; every attempt is kept."""
 
 from __future__ import annotations
 
-import os
 import signal
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from board_signals import signal_when_logged
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
@@ -60,26 +58,6 @@ def new_session(tmp_path: Path, cache: Path, retries: int) -> Session:
                    cache_dir=cache, results_dir=tmp_path / "results", retries=retries)
 
 
-def stop_when_running(board: HostRunnerBoard) -> threading.Thread:
-    """SIGSTOP the runner once its log says the long run started: alive, silent."""
-    log = board.log_path
-    assert log is not None
-    start = log.stat().st_size
-
-    def watch() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if b"run: 0 warm-up, 3..99999" in log.read_bytes()[start:]:
-                time.sleep(0.2)
-                os.kill(board.pid, signal.SIGSTOP)  # type: ignore[arg-type]
-                return
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
-
-
 @pytest.mark.parametrize("retries", [0, 1])
 def test_a_silent_runner_is_retried_on_a_fresh_target(
     sessions: list[Session], tmp_path: Path, shared_cache: Path, retries: int
@@ -88,7 +66,8 @@ def test_a_silent_runner_is_retried_on_a_fresh_target(
     sessions.append(session)
     target = session.target("vb_plain")
     assert isinstance(target, SerialTarget) and isinstance(target.board, HostRunnerBoard)
-    stopper = stop_when_running(target.board)
+    # SIGSTOP once the long run has started: the runner is alive and silent.
+    stopper = signal_when_logged(target.board, b"run: 0 warm-up, 3..99999", signal.SIGSTOP)
     if retries == 0:
         with pytest.raises(LinkTimeout):
             session.check(LONG, "vb_plain", "portable")

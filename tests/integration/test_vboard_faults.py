@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from board_signals import signal_when_logged
 from pty_relay import CorruptingRelay, Damage
 from torch import nn
 
@@ -31,6 +31,7 @@ from hil.transports.serial_link import SerialLink
 
 REPO = Path(__file__).resolve().parents[2]
 
+
 def tiny() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
@@ -41,28 +42,6 @@ TINY = Case("tiny_mlp", tiny, seeded((2, 16)))
 LONG = Case("tiny_mlp_long", tiny, seeded((2, 16)),
             timing=TimingPolicy(warmup=0, min_runs=10**6, min_time_s=30.0, max_runs=10**7,
                                 max_time_s=60.0))
-
-
-def kill_when_running(board: HostRunnerBoard, timeout: float = 60.0) -> threading.Thread:
-    """SIGKILL the runner as soon as its log says a run with no warm-up has started."""
-    log = board.log_path
-    assert log is not None
-    start = log.stat().st_size
-
-    def watch() -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with log.open("rb") as f:
-                f.seek(start)
-                if b"run: 0 warm-up" in f.read():
-                    time.sleep(0.2)
-                    os.kill(board.pid, signal.SIGKILL)  # type: ignore[arg-type]
-                    return
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
 
 
 class Lab:
@@ -107,7 +86,8 @@ def test_runner_killed_mid_run_is_a_crash_with_its_log_and_the_next_case_restart
     board = target.board
     assert isinstance(board, HostRunnerBoard)
     victim = board.pid
-    killer = kill_when_running(board)
+    # SIGKILL as soon as a run with no warm-up has started.
+    killer = signal_when_logged(board, b"run: 0 warm-up", signal.SIGKILL)
     with pytest.raises(TargetCrash) as caught:
         session.check(LONG, "vboard", "portable")
     killer.join()
