@@ -18,7 +18,7 @@ from board_signals import signal_when_logged
 from pty_relay import CorruptingRelay, Damage
 from torch import nn
 
-from hil import Case, firmware, seeded
+from hil import Case, ToleranceOverride, firmware, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
 from hil.errors import DeployError, InfrastructureError, LinkTimeout, ProtocolError, TargetCrash
 from hil.protocol import messages as m
@@ -35,6 +35,19 @@ REPO = Path(__file__).resolve().parents[2]
 def tiny() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+def wide() -> nn.Module:
+    """Seeded like tiny(): its weights must not depend on what ran before in the process."""
+    torch.manual_seed(0)
+    return nn.Linear(300, 300)
+
+
+WIDE_ROUNDING = ToleranceOverride(
+    reason="300-input dot products: int8 input rounding adds up over the row; the target is "
+    "within 1 step of the quantized PyTorch model, which is itself about 11 output steps off eager",
+    int8_steps=16,
+)
 
 
 TINY = Case("tiny_mlp", tiny, seeded((2, 16)))
@@ -178,7 +191,7 @@ def test_line_noise_is_caught_retried_and_outputs_still_match_host(
         lab.device("noisy", {"port": relay.path, "reply_timeout_s": 1.0,
                                  "bytes_per_s": 5e6, "retries": 8})
         session = lab.session()
-        big = Case("scale_noisy", lambda: nn.Linear(300, 300), seeded((64, 300)))
+        big = Case("scale_noisy", wide, seeded((64, 300)), tolerance=WIDE_ROUNDING)
         for case in (TINY, big):
             for recipe in ("portable", "xnnpack-int8"):
                 noisy = session.check(case, "noisy", recipe)
