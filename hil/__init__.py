@@ -17,10 +17,10 @@ from typing import Any
 import torch
 
 from hil.case import BuiltCase, Case, case_from_module, seeded
-from hil.compare import Metrics, Tolerance, ToleranceOverride
 from hil.errors import HilError
-from hil.result import CheckResult
 from hil.session import Session
+from hil.verdict.result import CheckResult, Metrics
+from hil.verdict.tolerances import Tolerance, ToleranceOverride
 
 __version__ = "0.1.0"
 

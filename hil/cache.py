@@ -29,14 +29,15 @@ from typing import Any
 import numpy as np
 
 from hil.arrays import Array
-from hil.errors import CacheError, ExportError
+from hil.artifacts.parts import OutputSensitivity
+from hil.errors import CacheError, ExportError, ResourceExhausted, resource_exhaustion
 from hil.locks import file_lock
 from hil.recipes.base import ExportProduct
 
 PTE_NAME = "model.pte"
 META_NAME = "artifact.json"
 QREF_NAME = "quantized_reference.npz"
-FORMAT = 1
+FORMAT = 2
 
 log = logging.getLogger("hil.cache")
 
@@ -54,6 +55,8 @@ class Artifact:
     output_scales: tuple[float | None, ...]
     details: Mapping[str, Any]
     export_seconds: float
+    quantized_ops: int | None = None  # activation quantizers (0: left in float; None: fp32)
+    sensitivity: tuple[OutputSensitivity | None, ...] = ()  # per output (hil.recipes.rounding)
     exported_now: bool = False  # built in this process (a cold export)
     rebuilt_because: str | None = None  # set when a corrupt entry was replaced
     meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -110,24 +113,34 @@ class ArtifactCache:
             size = pte.stat().st_size
         except (OSError, ValueError) as e:
             return None, f"entry {folder} is unreadable ({e})"
-        if meta.get("format") != FORMAT:
-            return None, f"entry {folder} has format {meta.get('format')}, expected {FORMAT}"
-        if size != meta["size"]:
-            return None, f"{pte} is {size} bytes, recorded {meta['size']} (truncated or replaced)"
-        if _sha256_file(pte) != meta["sha256"]:
-            return None, f"{pte} does not match its recorded sha256 (corrupted)"
-        artifact = Artifact(
-            key=key,
-            folder=folder,
-            sha256=meta["sha256"],
-            size=size,
-            recipe=meta["recipe"],
-            numerics=meta["numerics"],
-            output_scales=tuple(meta["output_scales"]),
-            details=MappingProxyType(meta["details"]),
-            export_seconds=meta["export_seconds"],
-            meta=MappingProxyType(meta),
-        )
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+            return None, f"entry {folder} has format {found}, expected {FORMAT}"
+        try:
+            if size != meta["size"]:
+                recorded = meta["size"]
+                return None, f"{pte} is {size} bytes, recorded {recorded} (truncated or replaced)"
+            if _sha256_file(pte) != meta["sha256"]:
+                return None, f"{pte} does not match its recorded sha256 (corrupted)"
+            artifact = Artifact(
+                key=key,
+                folder=folder,
+                sha256=meta["sha256"],
+                size=size,
+                recipe=meta["recipe"],
+                numerics=meta["numerics"],
+                output_scales=tuple(meta["output_scales"]),
+                details=MappingProxyType(meta["details"]),
+                export_seconds=meta["export_seconds"],
+                quantized_ops=meta.get("quantized_ops"),
+                sensitivity=tuple(
+                    OutputSensitivity.from_dict(m) if m else None
+                    for m in meta.get("sensitivity", ())
+                ),
+                meta=MappingProxyType(meta),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            return None, f"entry {folder} lacks or garbles {e} in {META_NAME}"
         self._verified[key] = artifact
         return artifact, None
 
@@ -214,6 +227,17 @@ class ArtifactCache:
                 raise ExportError(
                     f"{e.message}\n  the exporter's files are kept in {kept}", fix=e.fix
                 ) from e
+            except ResourceExhausted:
+                raise
+            except Exception as e:
+                exhausted = resource_exhaustion(e)
+                if exhausted is None:
+                    raise
+                raise ResourceExhausted(  # the machine, not the model: never remembered
+                    f"exporting artifact {key[:12]} ran out of {exhausted}: "
+                    f"{type(e).__name__}: {e}",
+                    fix=f"free {exhausted} and run again",
+                ) from e
             seconds = time.perf_counter() - started
             (workdir / PTE_NAME).write_bytes(product.pte)
             if product.quantized_reference is not None:
@@ -229,6 +253,8 @@ class ArtifactCache:
                 "recipe": recipe,
                 "numerics": numerics,
                 "output_scales": list(product.output_scales),
+                "quantized_ops": product.quantized_ops,
+                "sensitivity": [m.to_dict() if m else None for m in product.sensitivity],
                 "details": dict(product.details),
                 "export_seconds": round(seconds, 3),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -237,6 +263,11 @@ class ArtifactCache:
             (workdir / META_NAME).write_text(json.dumps(meta, indent=2, default=str))
             os.replace(workdir, self._entry(key))
         except OSError as e:
+            if resource_exhaustion(e):
+                raise ResourceExhausted(
+                    f"cannot store artifact {key[:12]} under {self.root}: {e}",
+                    fix="free disk space (or point --hil-cache-dir elsewhere) and run again",
+                ) from e
             raise CacheError(f"cannot store artifact {key[:12]} under {self.root}: {e}") from e
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

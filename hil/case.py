@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import torch
 
-from hil.compare import ToleranceOverride
 from hil.devices import TimingPolicy
 from hil.errors import CaseError
+from hil.verdict.tolerances import ToleranceOverride
 
 Inputs = tuple[torch.Tensor, ...]
 V = TypeVar("V")
@@ -41,8 +41,10 @@ def first_match(table: Mapping[str, V], target: str, recipe: str) -> tuple[str, 
 class Case:
     """One thing to test on a target.
 
-    `budget_ms` maps "target/recipe", "target", "*/recipe" or "*" to a latency budget in ms
-    ("*" entries are for the reference machine and get each device's scale).
+    `budget_ms` maps "target/recipe", "target", "*/recipe" or "*" to a latency budget in ms on
+    a named piece of hardware ("*" entries are for the reference machine and get each device's
+    scale). `budget_vs_eager` maps the same keys to a ratio for targets whose hardware is the
+    machine hil runs on (host, vboard): the target's best time over eager PyTorch's there.
     `xfail` maps the same kind of keys to the reason the combination is expected to fail.
     `fully_delegated` asserts that nothing falls back to the CPU on targets that partition
     (Ethos-U, Cortex-M); `expected_fallback` names the operators expected on the CPU instead
@@ -51,8 +53,11 @@ class Case:
     "@u85-ref/ethos-u") tags only the variants of that recipe or target, e.g. to keep a slow
     export out of one target's default run.
     `counter_budgets` maps a target counter ("npu_cycles", "sram_bytes", "flash_bytes") to
-    limits keyed like `budget_ms` (taken as they are, never scaled); a target that does not
-    report the counter is not judged on it.
+    limits keyed like `budget_ms` (taken as they are, never scaled); on a target that does not
+    report the counter the budget is NOT JUDGED.
+    `missing_kernels` maps an operator ("avg_pool3d") to the reason the case accepts that the
+    device's runtime has no CPU kernel for it; any other missing kernel fails the case on
+    targets that stand in for a device.
     """
 
     name: str
@@ -63,6 +68,7 @@ class Case:
     classifier: bool = False
     max_accuracy_drop: float | None = None
     budget_ms: Mapping[str, float] = field(default_factory=_empty)
+    budget_vs_eager: Mapping[str, float] = field(default_factory=_empty)
     tolerance: ToleranceOverride | None = None
     recipes: frozenset[str] | None = None
     targets: frozenset[str] | None = None
@@ -72,6 +78,7 @@ class Case:
     fully_delegated: bool = False
     expected_fallback: frozenset[str] | Mapping[str, frozenset[str]] | None = None
     counter_budgets: Mapping[str, Mapping[str, float]] = field(default_factory=_empty)
+    missing_kernels: Mapping[str, str] = field(default_factory=_empty)
 
     def applies_to(self, target: str, recipe: str) -> bool:
         if self.targets is not None and target not in self.targets:

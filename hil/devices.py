@@ -21,6 +21,9 @@ from hil.errors import DeviceSpecError, UsageError
 
 TARGET_KINDS = ("host", "ethos_u_ref", "cortex_m_ref", "serial", "ssh", "fvp")
 TIMING_KINDS = ("measured", "estimated", "emulated")
+# "fixed": a named piece of hardware (a Pi 5, a board, an FVP's clock, Vela's NPU model), where
+# absolute budgets mean something; "host": whatever machine runs hil (budgets relative to eager)
+HARDWARE_KINDS = ("fixed", "host")
 STATISTICS = ("median", "p90")
 
 
@@ -48,6 +51,7 @@ class LatencySpec:
     """What the device's timings mean and which budget applies when a case names none."""
 
     timing: str = "measured"
+    hardware: str = "fixed"
     scale: float = 1.0
     budget_ms: float | None = None
     statistic: str = "median"
@@ -195,6 +199,7 @@ def _parse_latency(reader: _Reader) -> LatencySpec:
     section.reject_unknown(
         (
             "timing",
+            "hardware",
             "scale",
             "budget_ms",
             "statistic",
@@ -223,6 +228,7 @@ def _parse_latency(reader: _Reader) -> LatencySpec:
     budget = section.positive("budget_ms", None)
     return LatencySpec(
         timing=section.choice("timing", TIMING_KINDS, "measured"),
+        hardware=section.choice("hardware", HARDWARE_KINDS, "fixed"),
         scale=float(section.positive("scale", 1.0)),
         budget_ms=None if budget is None else float(budget),
         statistic=section.choice("statistic", STATISTICS, "median"),

@@ -8,6 +8,8 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     ├── DeviceSpecError       malformed devices/*.yaml (names the file and the key)
     ├── CaseError             a suite case that cannot be built or has malformed inputs
     ├── ExportError           PyTorch -> .pte failed (carries the exporter's message)
+    ├── ResourceExhausted     this machine ran out of memory or disk (never remembered as the
+    │                         model's failure; the lab's problem, like infrastructure)
     ├── CacheError            the artifact store could not be read or written
     ├── ReportError           a results folder or report is unreadable or fails its schema
     ├── TargetError
@@ -19,12 +21,19 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     │   ├── DeployError        the model could not be put on the target
     │   └── TargetStateError   a lifecycle method called in the wrong state (a bug in the caller)
     └── CheckFailed (also AssertionError, so pytest reports a failure, not an error)
-        ├── OutputMismatch     outputs disagree with eager PyTorch beyond tolerance
+        ├── OutputMismatch     the target's outputs are wrong (against eager, or against the
+        │                      quantized model it was compiled from)
+        ├── MissingKernel      the device's runtime has no kernel for a CPU operator
         ├── PartitionMismatch  the CPU fallback set differs from what the case expects
-        └── BudgetExceeded     latency or memory over budget
+        ├── QuantizationLoss   the quantized model itself is too far from eager (the model's
+        │                      quantization, not the target)
+        ├── BudgetExceeded     latency or memory over budget
+        └── NotJudged          something that applies could not be judged (--hil-require)
 """
 
 from __future__ import annotations
+
+import errno
 
 
 class HilError(Exception):
@@ -55,6 +64,12 @@ class CaseError(HilError):
 
 class ExportError(HilError):
     """Lowering a model to a .pte failed; the message carries the exporter's own words."""
+
+
+class ResourceExhausted(HilError):
+    """This machine ran out of memory or disk while working (exporting, caching). Not the
+    model's failure: it is never remembered as an export failure, and running again after
+    freeing memory or disk may well succeed."""
 
 
 class CacheError(HilError):
@@ -124,7 +139,20 @@ class CheckFailed(HilError, AssertionError):
 
 
 class OutputMismatch(CheckFailed):
-    """Outputs disagree with the eager PyTorch reference beyond the tolerance."""
+    """The target's outputs are wrong: against eager PyTorch (a float program) or against the
+    quantized PyTorch model it was compiled from (a quantized program), beyond the limits."""
+
+
+class MissingKernel(CheckFailed):
+    """The program needs a CPU kernel the device's runtime lacks: it would not load there."""
+
+
+class QuantizationLoss(CheckFailed):
+    """The quantized PyTorch model is too far from eager: the model quantizes badly."""
+
+
+class NotJudged(CheckFailed):
+    """A budget, counter or check that applies could not be judged (under --hil-require)."""
 
 
 class PartitionMismatch(CheckFailed):
@@ -137,3 +165,33 @@ class BudgetExceeded(CheckFailed):
 
 class ReportError(HilError):
     """A results folder or report file cannot be read, is malformed, or fails its schema."""
+
+
+_OUT_OF_MEMORY = ("out of memory", "can't allocate memory", "cannot allocate memory",
+                  "std::bad_alloc")  # fmt: skip
+_OUT_OF_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+def resource_exhaustion(error: BaseException) -> str | None:
+    """"memory" or "disk space" when `error` (or what caused it) is the machine running out."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, MemoryError):
+            return "memory"
+        if isinstance(seen, OSError) and seen.errno == errno.ENOMEM:
+            return "memory"
+        if isinstance(seen, OSError) and seen.errno in _OUT_OF_DISK:
+            return "disk space"
+        text = str(seen).lower()
+        if any(words in text for words in _OUT_OF_MEMORY):
+            return "memory"
+        if "no space left on device" in text:
+            return "disk space"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+# What fails as a test fails: the model or the runtime does not meet the bar (a verdict, an
+# export, a deploy, a missing kernel, a test's own assert). Only these may be expected (xfail)
+# or quarantined; a lost link, a crash or an unavailable target never is.
+TEST_FAILURES: tuple[type[BaseException], ...] = (AssertionError, ExportError, DeployError)

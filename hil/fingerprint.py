@@ -1,102 +1,291 @@
 """Content fingerprints: what makes two exports the same export.
 
-A model's fingerprint covers its code (the source of every module class it is made of and any
-function it holds), its configuration (every plain attribute such as stride or dim) and its
-weights and buffers (their bytes). Two modules with equal fingerprints lower to the same .pte.
+A model's fingerprint covers its code, its configuration and its tensors:
+
+* code: every class in the module tree, and every function or class its methods reach through
+  module globals (a helper `forward` calls, a constant it reads). Code of the project is hashed
+  by its syntax tree without docstrings, so a comment or docstring edit is not a new model;
+  installed libraries (site-packages, the standard library) count by their version instead;
+* configuration: every attribute of every module that nn.Module itself does not own, whatever
+  its name or type: numbers and strings, containers, enums, dataclasses and config objects
+  (walked), plain tensors and numpy arrays (by their bytes), held functions and hooks;
+* tensors: parameters and buffers, by dtype, shape and bytes.
+
+Two modules with equal fingerprints lower to the same .pte.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import dataclasses
+import enum
 import functools
 import hashlib
 import importlib.metadata
 import inspect
 import json
+import sys
+import sysconfig
+import textwrap
 import types
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-_PLAIN = (int, float, str, bool, type(None))
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+MAX_DEPTH = 12  # config objects nest; deeper than this is a cycle or a runtime handle
 
 
-def _hash_code(code: types.CodeType, digest: Any) -> None:
-    digest.update(code.co_code)
-    digest.update(repr(code.co_names).encode())
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _hash_code(const, digest)
-        else:
-            digest.update(repr(const).encode())
+@functools.cache
+def _module_internals() -> frozenset[str]:
+    """Attributes every nn.Module has (its tensors and children are hashed on their own)."""
+    return frozenset(vars(torch.nn.Module())) - {
+        "_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs",
+        "_forward_pre_hooks_with_kwargs",
+    }  # fmt: skip
 
 
-def _class_source_hash(cls: type) -> str:
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    return tuple(str(Path(r).resolve()) for r in roots)
+
+
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+@functools.cache
+def library_of(module_name: str) -> str | None:
+    """How an installed library is identified ("transformers==5.1.0", "python==3.11.7"), or
+    None for project code (hashed by its content). Editable installs are project code."""
+    top = module_name.partition(".")[0]
+    module = sys.modules.get(module_name) or sys.modules.get(top)
+    file = getattr(module, "__file__", None)
+    if file is None:
+        return f"python=={sys.version.split()[0]}" if module is not None else None
+    path = str(Path(file).resolve())
+    if not path.startswith(_library_roots()):
+        return None
+    for dist in _distributions().get(top, []):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return f"{dist}=={importlib.metadata.version(dist)}"
+    return f"python=={sys.version.split()[0]}"  # the standard library
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def source_digest(source: str) -> str:
+    """sha256 of Python source as code: comments, docstrings and layout do not count."""
+    tree = _strip_docstrings(ast.parse(textwrap.dedent(source)))
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def module_source_digest(module_name: str) -> str:
+    """source_digest of an imported module's file (recipe code in cache keys)."""
+    module = sys.modules[module_name]
+    file = Path(inspect.getfile(module))
+    stat = file.stat()
+    return _file_source_digest(str(file), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _file_source_digest(path: str, mtime_ns: int, size: int) -> str:
+    """Keyed by the file's stat too: an edited file is read again."""
+    return source_digest(Path(path).read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _class_source_digest(cls: type) -> str:
     try:
-        text = inspect.getsource(cls)
-    except (OSError, TypeError):
-        text = f"{cls.__module__}.{cls.__qualname__}"
-    return hashlib.sha256(text.encode()).hexdigest()
+        return source_digest(inspect.getsource(cls))
+    except (OSError, TypeError, SyntaxError):
+        return "no source"  # defined where no source is kept; its methods' code still counts
 
 
-def _attribute_token(value: Any, digest: Any) -> bool:
-    """Feed a configuration attribute into the digest; False when the value is not one.
+class _Walk:
+    """One fingerprint's walk over code and configuration, each object visited once."""
 
-    Configuration is what changes the exported program without living in a tensor: numbers,
-    strings, dtypes, containers of them, and the functions a module holds (their code, the
-    constants and globals they read, their closures; a builtin such as torch.add by name).
-    """
-    if isinstance(value, (*_PLAIN, torch.dtype, torch.device)):
-        digest.update(repr(value).encode())
-        return True
-    if isinstance(value, (tuple, list)):
-        digest.update(f"{type(value).__name__}[{len(value)}]".encode())
-        for item in value:
-            _token_or_type(item, digest)
-        return True
-    if isinstance(value, dict):
-        digest.update(f"dict[{len(value)}]".encode())
-        for key in sorted(value, key=repr):
-            digest.update(repr(key).encode())
-            _token_or_type(value[key], digest)
-        return True
-    if isinstance(value, functools.partial):
-        digest.update(b"partial")
-        return all(_attribute_token(v, digest) for v in (value.func, value.args, value.keywords))
-    if isinstance(value, types.FunctionType):
-        _hash_function(value, digest)
-        return True
-    if isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType)) or (
+    def __init__(self, digest: Any) -> None:
+        self.digest = digest
+        self.seen: set[int] = set()
+
+    def put(self, text: str) -> None:
+        self.digest.update(text.encode())
+        self.digest.update(b"\0")
+
+    # -- values --------------------------------------------------------------------------------
+
+    def value(self, value: Any, depth: int = 0) -> None:
+        """A configuration value of any type."""
+        if depth > MAX_DEPTH:
+            self.put(f"deep:{type(value).__qualname__}")
+        elif isinstance(value, (*_PLAIN, torch.dtype, torch.device)):
+            self.put(repr(value))
+        elif isinstance(value, enum.Enum):
+            self.put(f"enum:{type(value).__qualname__}.{value.name}")
+        elif isinstance(value, torch.Tensor):
+            tensor_fingerprint(value, self.digest, label="tensor")
+        elif isinstance(value, (np.ndarray, np.generic)):
+            array = np.ascontiguousarray(value)
+            self.put(f"ndarray:{array.dtype}:{array.shape}")
+            self.digest.update(array.tobytes())
+        elif isinstance(value, (tuple, list, torch.Size)):
+            self.put(f"{type(value).__name__}[{len(value)}]")
+            for item in value:
+                self.value(item, depth + 1)
+        elif isinstance(value, (set, frozenset)):
+            self.put(f"set[{len(value)}]")
+            for item in sorted(value, key=repr):
+                self.value(item, depth + 1)
+        elif isinstance(value, Mapping):
+            self.put(f"dict[{len(value)}]")
+            for key in sorted(value, key=repr):
+                self.put(repr(key))
+                self.value(value[key], depth + 1)
+        elif isinstance(value, functools.partial):
+            self.put("partial")
+            for part in (value.func, value.args, value.keywords):
+                self.value(part, depth + 1)
+        elif isinstance(value, types.FunctionType):
+            self.function(value)
+        elif isinstance(value, types.MethodType):
+            self.value(value.__func__, depth + 1)
+        elif isinstance(value, type):
+            self.cls(value)
+        elif isinstance(value, types.ModuleType):
+            self.module(value)
+        elif _is_builtin(value):
+            name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+            module = getattr(value, "__module__", None) or ""
+            # repr of an OpOverload is stable ("aten.add.Tensor"); a builtin's holds an address
+            self.put(f"builtin:{module}.{name}" if name else repr(value))
+        else:
+            self.instance(value, depth)
+
+    def instance(self, value: Any, depth: int) -> None:
+        """A config object: its class, then its fields (dataclasses, __dict__, __slots__)."""
+        if id(value) in self.seen:
+            self.put(f"again:{type(value).__qualname__}")
+            return
+        self.seen.add(id(value))
+        self.cls(type(value))
+        if dataclasses.is_dataclass(value):
+            fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        elif hasattr(value, "__dict__"):
+            fields = dict(vars(value))
+        else:
+            slots = [s for c in type(value).__mro__ for s in getattr(c, "__slots__", ())]
+            fields = {s: getattr(value, s) for s in slots if hasattr(value, s)}
+            if not fields:
+                text = repr(value)
+                self.put("opaque" if " at 0x" in text else text)
+                return
+        for name in sorted(fields):
+            self.put(name)
+            self.value(fields[name], depth + 1)
+
+    # -- code ----------------------------------------------------------------------------------
+
+    def code(self, code: types.CodeType) -> None:
+        self.digest.update(code.co_code)
+        self.put(repr(code.co_names))
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                self.code(const)
+            else:
+                self.put(repr(const))
+
+    def function(self, function: types.FunctionType) -> None:
+        library = library_of(function.__module__ or "")
+        if library is not None:
+            self.put(f"lib:{library}:{function.__qualname__}")
+            return
+        if id(function) in self.seen:
+            self.put(f"again:{function.__qualname__}")
+            return
+        self.seen.add(id(function))
+        self.code(function.__code__)
+        for default in function.__defaults__ or ():
+            self.value(default)
+        for name, default in sorted((function.__kwdefaults__ or {}).items()):
+            self.put(name)
+            self.value(default)
+        for cell in function.__closure__ or ():
+            with contextlib.suppress(ValueError):  # an empty cell has no contents
+                self.value(cell.cell_contents)
+        self.globals_of(function.__code__, function.__globals__)
+
+    def globals_of(self, code: types.CodeType, namespace: Mapping[str, Any]) -> None:
+        """What a function reads from its module: helpers, classes, modules and constants."""
+        for name in sorted(_global_names(code)):
+            if name in namespace:
+                self.put(f"global:{name}")
+                self.value(namespace[name])
+
+    def cls(self, cls: type) -> None:
+        library = library_of(cls.__module__)
+        if library is not None:
+            self.put(f"lib:{library}:{cls.__qualname__}")
+            return
+        if id(cls) in self.seen:
+            self.put(f"again:{cls.__qualname__}")
+            return
+        self.seen.add(id(cls))
+        self.put(f"class:{cls.__module__}.{cls.__qualname__}")
+        self.put(_class_source_digest(cls))
+        for base in cls.__mro__[1:]:
+            self.cls(base)
+        for name, member in sorted(vars(cls).items()):
+            function = (
+                member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+            )
+            functions = (
+                [f for f in (function.fget, function.fset) if f]
+                if isinstance(function, property)
+                else [function]
+            )
+            for f in functions:
+                if isinstance(f, types.FunctionType):
+                    self.put(f"method:{name}")
+                    self.function(f)
+
+    def module(self, module: types.ModuleType) -> None:
+        library = library_of(module.__name__)
+        if library is not None:
+            self.put(f"lib:{library}")
+            return
+        if id(module) in self.seen:
+            return
+        self.seen.add(id(module))
+        try:
+            self.put(f"module:{module.__name__}:{module_source_digest(module.__name__)}")
+        except (OSError, TypeError, SyntaxError, KeyError):
+            self.put(f"module:{module.__name__}")
+
+
+def _is_builtin(value: Any) -> bool:
+    return isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType)) or (
         callable(value) and type(value).__module__.startswith("torch._ops")
-    ):
-        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-        module = getattr(value, "__module__", None) or ""
-        # repr of an OpOverload is stable ("aten.add.Tensor"); a builtin's repr holds an address
-        digest.update((f"{module}.{name}" if name else repr(value)).encode())
-        return True
-    return False
-
-
-def _token_or_type(value: Any, digest: Any) -> None:
-    """Inside a container, a value that is not configuration still counts by its type."""
-    if not _attribute_token(value, digest):
-        digest.update(type(value).__qualname__.encode())
-
-
-def _hash_function(function: types.FunctionType, digest: Any) -> None:
-    _hash_code(function.__code__, digest)
-    for default in function.__defaults__ or ():
-        _attribute_token(default, digest)
-    for cell in function.__closure__ or ():
-        with contextlib.suppress(ValueError):  # an empty cell has no contents
-            _attribute_token(cell.cell_contents, digest)
-    for name in _global_names(function.__code__):  # module constants it reads, e.g. SCALE = 2
-        if name in function.__globals__:
-            value = function.__globals__[name]
-            if isinstance(value, (*_PLAIN, tuple, list, dict)):
-                digest.update(name.encode())
-                _attribute_token(value, digest)
+    )
 
 
 def _global_names(code: types.CodeType) -> set[str]:
@@ -110,17 +299,16 @@ def _global_names(code: types.CodeType) -> set[str]:
 def model_fingerprint(module: torch.nn.Module) -> str:
     """sha256 over the module tree's code, configuration and tensor bytes."""
     digest = hashlib.sha256()
-    sources: dict[type, str] = {}
+    walk = _Walk(digest)
+    internals = _module_internals()
     for name, sub in module.named_modules():
-        digest.update(f"module {name} {type(sub).__module__}.{type(sub).__qualname__}".encode())
-        if type(sub) not in sources:  # each class once: finding a class's source parses its file
-            sources[type(sub)] = _class_source_hash(type(sub))
-        digest.update(sources[type(sub)].encode())
+        walk.put(f"module {name}")
+        walk.cls(type(sub))
         for attr, value in sorted(vars(sub).items()):
-            if attr.startswith("_") or attr == "training":
+            if attr in internals:
                 continue
-            digest.update(attr.encode())
-            _attribute_token(value, digest)
+            walk.put(f"attr:{attr}")
+            walk.value(value)
     tensors = dict(module.state_dict(keep_vars=False))
     for name, buffer in module.named_buffers():
         tensors.setdefault(name, buffer)

@@ -28,7 +28,7 @@ from hil.errors import (
     TargetCrash,
     TargetUnavailable,
 )
-from hil.result import CheckResult
+from hil.verdict.result import CheckResult
 
 if TYPE_CHECKING:
     from hil.case import Case

@@ -27,13 +27,20 @@ from hil.plugin.fixtures import (
     hil_variant,
 )
 from hil.plugin.options import OPT_IN_TAGS, add_options, read_options
+from hil.plugin.outcomes import VerdictOutcomes, xfail_mark
 from hil.plugin.state import RECORD_KEY, STATE, HilState, Variant
 from hil.report import fvp_table, problems, summary
 from hil.session import Session
 
 __all__ = ["hil_artifact", "hil_case", "hil_check", "hil_session", "hil_target", "hil_variant"]
 
+# A test whose cases apply to none of the run's targets and recipes: deselected at collection.
+NOT_APPLICABLE = "no-case-applies"
+NOT_APPLICABLE_MARK = pytest.mark.hil_not_applicable
+
 MARKERS = (
+    "hil_not_applicable: set by hil on a test none of whose cases applies to the run's targets "
+    "(deselected)",
     "hil_cases(cases): run the test once per case x target x recipe; cases is an iterable of "
     "hil.Case or a mapping of id -> hil.Case",
     "hil_targets(*names): restrict the test to these targets",
@@ -75,6 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _export_cache_dir(config, options.cache_dir)
     config.stash[STATE] = HilState(options, registry, session)
     config.pluginmanager.register(HilPlugin(config), "hil-plugin")
+    config.pluginmanager.register(VerdictOutcomes(options.require), "hil-outcomes")
     report_hooks.register(config)  # run.json, --hil-report
     allure_hooks.register(config)  # only with --alluredir
     lab_hooks.register(config)  # retries, quarantine, attempts in records, SIGTERM
@@ -162,8 +170,10 @@ class HilPlugin:
                     marks = [getattr(pytest.mark, tag) for tag in sorted(tags)]
                     reason = case.xfail_reason(target, recipe)
                     if reason:
-                        marks.append(pytest.mark.xfail(reason=reason, strict=True))
+                        marks.append(xfail_mark(reason))
                     params.append(pytest.param(variant, id=variant.id, marks=marks))
+        if not params:  # no case applies to these targets: deselected, not an empty skip
+            params.append(pytest.param(None, id=NOT_APPLICABLE, marks=NOT_APPLICABLE_MARK))
         metafunc.parametrize("hil_variant", params, indirect=True)
 
     def pytest_collection_modifyitems(
@@ -172,8 +182,10 @@ class HilPlugin:
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
         for item in items:
-            tags = {m.name for m in item.iter_markers()} & set(OPT_IN_TAGS)
-            (drop if tags - self.state.options.opt_in_tags else keep).append(item)
+            names = {m.name for m in item.iter_markers()}
+            tags = names & set(OPT_IN_TAGS)
+            opted_out = bool(tags - self.state.options.opt_in_tags)
+            (drop if opted_out or NOT_APPLICABLE_MARK.name in names else keep).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep

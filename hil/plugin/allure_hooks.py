@@ -24,7 +24,8 @@ from hil.plugin.report_hooks import RUN_KEY
 from hil.plugin.state import Variant
 from hil.report import allure_files, fmt
 from hil.report.rows import suite_of
-from hil.result import CheckResult
+from hil.verdict.checks import Question
+from hil.verdict.result import CheckResult
 
 log = logging.getLogger("hil.plugin.allure")
 
@@ -36,6 +37,19 @@ def _variant(item: pytest.Item) -> Variant | None:
     callspec = getattr(item, "callspec", None)
     variant = callspec.params.get("hil_variant") if callspec else None
     return variant if isinstance(variant, Variant) else None
+
+
+def _target_reference(result: CheckResult) -> tuple[bool, float | None]:
+    """Whether output 0 was judged against the quantized model, and its limit on |error|."""
+    for check in result.of(Question.TARGET):
+        if check.subject != "output 0":
+            continue
+        limits = {lim.metric: lim.value for lim in check.limits}
+        step = check.observed.get("step")
+        if "max_steps" in limits and isinstance(step, float):
+            return True, limits["max_steps"] * step
+        return check.reference.startswith("the quantized"), limits.get("max_abs")
+    return False, None
 
 
 def _json(name: str, data: Any) -> None:
@@ -99,29 +113,30 @@ class AllureHooks:
         from hil.report import plots  # matplotlib only once a check has something to plot
 
         _json(
-            "error metrics",
+            "verdict checks",
             {
                 "verdict": record["verdict"],
-                "metrics": record.get("metrics"),
-                "tolerance": record.get("tolerance"),
                 "failure": record.get("failure"),
-                "quantized_reference_metrics": record.get("quantized_reference_metrics"),
+                "not_judged": record.get("not_judged"),
+                "checks": record.get("checks"),
+                "metrics against eager": record.get("metrics"),
                 "quantized_agreement": record.get("quantized_agreement"),
-                "accuracy": record.get("accuracy"),
             },
         )
         title = f"{result.case} on {result.target} [{result.recipe}]"
         if result.arrays_path.is_file():
+            quantized, max_abs = _target_reference(result)
+            group = "quantized_reference" if quantized else "reference"
             with np.load(result.arrays_path) as data:
                 names = sorted(data.files)
-                reference = [data[k] for k in names if k.startswith("reference")]
+                reference = [data[k] for k in names if k.startswith(group)]
                 outputs = [data[k] for k in names if k.startswith("output")]
-            _png(
-                "outputs vs reference",
-                plots.outputs_vs_reference(
-                    reference, outputs, title=title, max_abs=result.tolerance.max_abs
-                ),
-            )
+            if reference:
+                against = "the quantized model" if quantized else "eager"
+                _png(
+                    f"outputs vs {against}",
+                    plots.outputs_vs_reference(reference, outputs, title=title, max_abs=max_abs),
+                )
         if record.get("latency"):
             _png(
                 f"latency vs budget ({fmt.timing_label(record['latency'].get('timing'))})",

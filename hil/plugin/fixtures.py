@@ -12,9 +12,9 @@ from hil.errors import HilError, TargetUnavailable
 from hil.plugin.records import error_record
 from hil.plugin.state import RECORD_KEY, STATE, Variant
 from hil.recipes import make_recipe
-from hil.result import CheckResult
 from hil.session import Session
 from hil.targets import Target
+from hil.verdict.result import CheckResult
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hil.result import CheckResult
+from hil.verdict.result import CheckResult
 
 
 @pytest.hookspec

@@ -24,9 +24,10 @@ import pytest
 
 from hil.errors import UsageError
 from hil.plugin.lab_summary import render
-from hil.plugin.state import STATE, HilState, Variant
+from hil.plugin.outcomes import is_test_failure, variant_of
+from hil.plugin.state import STATE, HilState
 from hil.quarantine import Entry, Quarantine, load
-from hil.result import CheckResult
+from hil.verdict.result import CheckResult
 
 
 def _retries(text: str) -> int:
@@ -82,12 +83,6 @@ def register(config: pytest.Config) -> None:
         config.pluginmanager.register(LabSummary(state), "hil-lab-summary")
 
 
-def _variant(item: pytest.Item) -> Variant | None:
-    callspec = getattr(item, "callspec", None)
-    variant = callspec.params.get("hil_variant") if callspec else None
-    return variant if isinstance(variant, Variant) else None
-
-
 class AttemptRecorder:
     """Puts the session's attempts of this check into its record."""
 
@@ -126,7 +121,7 @@ class QuarantinePlugin:
         self.quarantine = quarantine
 
     def entry(self, item: pytest.Item) -> Entry | None:
-        variant = _variant(item)
+        variant = variant_of(item)
         names = [item.nodeid, *([variant.id] if variant else [])]
         return self.quarantine.find(names)
 
@@ -138,7 +133,8 @@ class QuarantinePlugin:
         entry = self.entry(item)
         if entry is None or hasattr(report, "wasxfail"):
             return report
-        if report.failed and report.when in ("setup", "call"):
+        if report.failed and report.when in ("setup", "call") and is_test_failure(call):
+            # only a test failure is quarantined: a lost link or a crash stays an error
             report.outcome = "skipped"
             report.wasxfail = f"quarantined: {entry.describe()}"
         elif report.passed and report.when == "call":

@@ -6,13 +6,15 @@ from typing import Any
 
 from hil import errors
 from hil.plugin.state import Variant
-from hil.result import RECORD_VERSION
+from hil.verdict.result import RECORD_VERSION
 
 # The verdict shown for each kind of error, most specific first.
 ERROR_VERDICTS: tuple[tuple[type[errors.HilError], str], ...] = (
     (errors.ExportError, "EXPORT FAILED"),
+    (errors.MissingKernel, "MISSING KERNEL"),  # a runtime refused the program for a kernel
     (errors.TargetCrash, "CRASH"),
     (errors.InfrastructureError, "INFRA"),
+    (errors.ResourceExhausted, "INFRA"),  # this machine ran out of memory or disk
     (errors.DeployError, "DEPLOY FAILED"),
     (errors.TargetUnavailable, "UNAVAILABLE"),
     (errors.CaseError, "CASE ERROR"),

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import inspect
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,8 +11,11 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from hil.arrays import Array
+from hil.artifacts.parts import OutputSensitivity
 from hil.case import BuiltCase
 from hil.errors import UsageError
+from hil.fingerprint import module_source_digest
+from hil.verdict.tolerances import StepAllowance
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class ExportProduct:
     `output_scales` is the quantization step of each output (None where an output is float);
     `quantized_reference` holds the quantized PyTorch model's outputs on the case's inputs, so a
     target can be compared with both eager fp32 and the model it was actually compiled from.
+    `quantized_ops` counts the quantizers acting on activations (0: the quantizer left the model
+    in float; None: not a quantized recipe) and `sensitivity` is each output's rounding
+    sensitivity (hil.recipes.rounding), which the target check's step limit includes.
     `details` carries recipe facts for reports (delegated operators, Vela numbers, ...).
     Side files are written by the recipe straight into the work folder it was given.
     """
@@ -31,6 +35,8 @@ class ExportProduct:
     pte: bytes
     output_scales: tuple[float | None, ...] = ()
     quantized_reference: tuple[Array, ...] | None = None
+    quantized_ops: int | None = None
+    sensitivity: tuple[OutputSensitivity | None, ...] = ()
     details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
@@ -42,6 +48,9 @@ class Recipe(ABC):
     # recipe may refine per instance from its options.
     numerics: str
     option_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    # A quantized recipe's backend: how far its correct kernels may be from the quantized
+    # PyTorch model on one layer (measured, with the reason); None for float recipes.
+    step_allowance: ClassVar[StepAllowance | None] = None
     helper_modules: ClassVar[tuple[str, ...]] = ("hil.recipes.lowering",)
 
     def __init__(
@@ -64,13 +73,14 @@ class Recipe(ABC):
         """Check option values; raise UsageError naming the option. Override where needed."""
 
     def key_material(self) -> Mapping[str, Any]:
-        """What about this recipe changes the .pte: its name, options and its own code."""
+        """What about this recipe changes the .pte: its name, options and its own code (as
+        code: a docstring or comment edit in a recipe module re-exports nothing)."""
         digest = hashlib.sha256()
         modules = {
             cls.__module__ for cls in type(self).__mro__ if cls.__module__.startswith("hil.")
         }
         for module_name in sorted(modules | set(self.helper_modules)):
-            digest.update(inspect.getsource(sys.modules[module_name]).encode())
+            digest.update(f"{module_name}:{module_source_digest(module_name)}".encode())
         return {"recipe": self.name, "options": dict(self.options), "code": digest.hexdigest()}
 
     @property

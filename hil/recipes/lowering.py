@@ -13,18 +13,26 @@ import torch
 
 from hil.arrays import Array, to_array
 from hil.case import BuiltCase, Inputs
-from hil.errors import ExportError
+from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
 
 T = TypeVar("T")
 
 
 def exporter_step(step: str, case: str, action: Callable[[], T]) -> T:
-    """Run one export step; turn any failure into an ExportError carrying the exporter's words."""
+    """Run one export step; turn any failure into an ExportError carrying the exporter's words,
+    except running out of memory or disk, which is this machine's problem (ResourceExhausted)."""
     try:
         return action()
-    except ExportError:
+    except (ExportError, ResourceExhausted):
         raise
     except Exception as e:
+        exhausted = resource_exhaustion(e)
+        if exhausted:
+            raise ResourceExhausted(
+                f"case {case!r}: {step} ran out of {exhausted}: {type(e).__name__}: {e}",
+                fix=f"free {exhausted} (or run fewer workers) and run again; this is not "
+                "remembered as the model's failure",
+            ) from e
         words = str(e).strip().splitlines()
         summary = "\n".join(words[:12]) + ("\n..." if len(words) > 12 else "")
         raise ExportError(
@@ -40,24 +48,6 @@ def export_program(built: BuiltCase, module: torch.nn.Module | None = None) -> A
     return exporter_step(
         "torch.export", built.case.name, lambda: torch.export.export(target, built.inputs)
     )
-
-
-def quantize(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
-    """PT2E: prepare with the quantizer, calibrate on the case's samples, convert."""
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    def run() -> torch.fx.GraphModule:
-        # check_guards=False: torch 2.13 otherwise inserts a _guards_fn call that the
-        # quantizer annotations and the Arm passes do not expect.
-        graph = torch.export.export(built.module, built.inputs).module(check_guards=False)
-        prepared = prepare_pt2e(graph, quantizer)
-        with torch.no_grad():
-            for sample in built.calibration_or_default():
-                prepared(*sample)
-        converted: torch.fx.GraphModule = convert_pt2e(prepared)
-        return converted
-
-    return exporter_step("PT2E quantization", built.case.name, run)
 
 
 def output_scales(graph: torch.fx.GraphModule) -> tuple[float | None, ...]:

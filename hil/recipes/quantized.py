@@ -9,6 +9,10 @@ every tensor the graph reads), plus the calibration samples and tool versions. E
 models calibrate and convert to equal quantized models, so they share one entry; any difference
 the quantizer makes (a U55-only decomposition, another softmax lowering) gives another key.
 
+Beside the program the store keeps what the verdict needs from the quantized model: its outputs
+on the case's inputs (the target check's reference), each output's step, and its rounding
+sensitivity (hil.recipes.rounding), all computed once per entry.
+
 Entries live in `<cache root>/shared/quantized/<key>/` (program.pt2, reference.npz, meta.json),
 built in a private folder and renamed into place under a file lock, like the artifact cache.
 Every recipe lowers the program *as loaded from the store*, so an export is the same whether
@@ -34,6 +38,7 @@ import numpy as np
 import torch
 
 from hil.arrays import Array
+from hil.artifacts.parts import OutputSensitivity
 from hil.case import BuiltCase
 from hil.errors import CacheError
 from hil.fingerprint import (
@@ -44,6 +49,7 @@ from hil.fingerprint import (
     tool_versions,
 )
 from hil.locks import file_lock
+from hil.recipes import rounding
 from hil.recipes.lowering import (
     export_program,
     exporter_step,
@@ -53,7 +59,7 @@ from hil.recipes.lowering import (
 
 log = logging.getLogger("hil.recipes.quantized")
 
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,8 @@ class QuantizedModel:
     reference: tuple[Array, ...]  # the quantized PyTorch model's outputs on the case's inputs
     key: str
     reused: bool  # True when another recipe (or an earlier run) built it
+    quantized_ops: int = 0  # quantizers acting on activations (0: the model stayed float)
+    sensitivity: tuple[OutputSensitivity | None, ...] = ()
 
 
 def prepare(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
@@ -151,12 +159,22 @@ class QuantizedStore:
         converted = exporter_step("PT2E calibration", built.case.name, calibrate_and_convert)
         program = export_program(built, converted)
         reference = run_reference(converted, built.inputs)
+        scales = output_scales(converted)
+        moved = exporter_step(
+            "measuring rounding sensitivity", built.case.name,
+            lambda: rounding.sensitivity(converted, built.inputs, reference, scales),
+        )  # fmt: skip
         self.root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f".{entry.name[:12]}-", dir=self.root))
         try:
             torch.export.save(program, workdir / "program.pt2")
             np.savez(workdir / "reference.npz", **{f"out{i}": a for i, a in enumerate(reference)})
-            meta = {"format": FORMAT, "output_scales": list(output_scales(converted))}
+            meta = {
+                "format": FORMAT,
+                "output_scales": list(scales),
+                "quantized_ops": rounding.runtime_quantizers(converted),
+                "sensitivity": [m.to_dict() if m else None for m in moved],
+            }
             (workdir / "meta.json").write_text(json.dumps(meta))
             os.replace(workdir, entry)
         except OSError as e:
@@ -169,7 +187,12 @@ class QuantizedStore:
             meta = json.loads((entry / "meta.json").read_text())
             with np.load(entry / "reference.npz") as data:
                 reference = tuple(data[f"out{i}"] for i in range(len(data.files)))
-        except (OSError, ValueError, KeyError) as e:
+            scales = tuple(meta["output_scales"])
+            quantized_ops = int(meta["quantized_ops"])
+            moved = tuple(
+                OutputSensitivity.from_dict(m) if m else None for m in meta["sensitivity"]
+            )
+        except (OSError, ValueError, KeyError, TypeError) as e:
             shutil.rmtree(entry, ignore_errors=True)
             raise CacheError(
                 f"quantized model {entry} is unreadable ({e}); it was removed",
@@ -180,10 +203,4 @@ class QuantizedStore:
         )
         if reused:
             log.info("%s: reusing quantized model %s", case, key[:12])
-        return QuantizedModel(
-            program=program,
-            output_scales=tuple(meta["output_scales"]),
-            reference=reference,
-            key=key,
-            reused=reused,
-        )
+        return QuantizedModel(program, scales, reference, key, reused, quantized_ops, moved)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 from types import MappingProxyType
@@ -10,13 +11,9 @@ from typing import Any
 from hil.case import BuiltCase
 from hil.errors import UsageError
 from hil.recipes.base import ExportProduct, Recipe
-from hil.recipes.lowering import (
-    export_program,
-    lower_to_pte,
-    output_scales,
-    quantize,
-    run_reference,
-)
+from hil.recipes.lowering import export_program, lower_to_pte
+from hil.recipes.quantized import QuantizedStore
+from hil.verdict.tolerances import StepAllowance
 
 
 def _partitioner() -> Any:
@@ -73,12 +70,21 @@ class XnnpackInt8Recipe(Recipe):
     name = "xnnpack-int8"
     numerics = "int8"
     option_defaults = MappingProxyType({"per_channel": True})
+    helper_modules = ("hil.recipes.lowering", "hil.recipes.quantized", "hil.recipes.rounding")
+    step_allowance = StepAllowance(
+        1.0,
+        0.02,
+        "XNNPACK requantizes the exact int32 accumulator with a float32 scale and rounds to "
+        "nearest even, where the quantized PyTorch model rounds float32 arithmetic on "
+        "dequantized values; measured on the operator rows with the x86-64 and the aarch64 "
+        "kernels: at most 1 step, in at most 0.13 % of elements",
+    )
 
     def validate(self) -> None:
         if not isinstance(self.options["per_channel"], bool):
             raise UsageError(f"recipe {self.name}: option per_channel must be true or false")
 
-    def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
+    def quantizer(self) -> Any:
         from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
             get_symmetric_quantization_config,
         )
@@ -87,12 +93,21 @@ class XnnpackInt8Recipe(Recipe):
         quantizer.set_global(
             get_symmetric_quantization_config(is_per_channel=bool(self.options["per_channel"]))
         )
-        converted = quantize(built, quantizer)
-        program = export_program(built, converted)
-        pte = lower_to_pte(built.case.name, program, [_partitioner()])
+        return quantizer
+
+    def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
+        root = self.shared_dir / "quantized" if self.shared_dir else workdir / ".quantized"
+        identity = {"quantizer": "XNNPACKQuantizer (post-training patterns)",
+                    "per_channel": self.options["per_channel"]}  # fmt: skip
+        model = QuantizedStore(root).get(built, identity, self.quantizer)
+        if self.shared_dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+        pte = lower_to_pte(built.case.name, model.program, [_partitioner()])
         return ExportProduct(
             pte=pte,
-            output_scales=output_scales(converted),
-            quantized_reference=run_reference(converted, built.inputs),
-            details=delegation_details(pte),
+            output_scales=model.output_scales,
+            quantized_reference=model.reference,
+            quantized_ops=model.quantized_ops,
+            sensitivity=model.sensitivity,
+            details={**delegation_details(pte), "quantized_model": model.key[:16]},
         )

@@ -17,6 +17,7 @@ import jinja2
 import numpy as np
 
 from hil.report import fmt, plots, verdicts
+from hil.report.cells import quantization_cell, target_cell
 
 log = logging.getLogger("hil.report.html")
 
@@ -102,7 +103,12 @@ def _chip(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _budget_us(row: Mapping[str, Any]) -> float | None:
+    """The budget in microseconds; a budget relative to eager, at eager's time beside it."""
     budget = row.get("budget") or {}
+    if budget.get("kind") == "vs eager":
+        eager = fmt.number((row.get("eager_latency") or {}).get("min_us"))
+        ratio = fmt.number(budget.get("limit"))
+        return eager * ratio if eager is not None and ratio is not None else None
     limit = fmt.number(budget.get("limit_ms"))
     return limit * 1000.0 if limit is not None else None
 
@@ -110,7 +116,8 @@ def _budget_us(row: Mapping[str, Any]) -> float | None:
 def _statistic_us(row: Mapping[str, Any]) -> float | None:
     latency = row.get("latency") or {}
     statistic = (row.get("budget") or {}).get("statistic", "median")
-    return fmt.number(latency.get("p90_us" if statistic == "p90" else "median_us"))
+    field = {"p90": "p90_us", "min": "min_us"}.get(statistic, "median_us")
+    return fmt.number(latency.get(field))
 
 
 def overview_plots(report: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -164,30 +171,45 @@ def overview_plots(report: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def _tolerance_used(row: Mapping[str, Any]) -> float | None:
-    limit = fmt.number((row.get("tolerance") or {}).get("max_abs"))
-    observed = fmt.number((row.get("metrics") or {}).get("max_abs"))
-    if limit is None or observed is None or limit <= 0:
-        return None
-    return observed / limit
+    """The share of its error limit the target used (record's `margin`)."""
+    return fmt.number(row.get("margin"))
+
+
+def _judged_against(row: Mapping[str, Any]) -> tuple[str, float | None]:
+    """The arrays group output 0 was judged against, and its limit on |error| there."""
+    for check in row.get("checks") or []:
+        if check.get("question") != "target" or check.get("subject") != "output 0":
+            continue
+        limits = {lim["metric"]: fmt.number(lim["value"]) for lim in check.get("limits", [])}
+        step = fmt.number((check.get("observed") or {}).get("step"))
+        if limits.get("max_steps") is not None and step is not None:
+            return "quantized_reference", float(limits["max_steps"] or 0.0) * step
+        group = "quantized_reference" if str(check.get("reference", "")).startswith(
+            "the quantized") else "reference"
+        return group, limits.get("max_abs")
+    return "reference", None
 
 
 def failure_plot(row: Mapping[str, Any]) -> str | None:
     """Output vs reference for a failing check, from its .npz when it is still on disk."""
     path = Path(str(row.get("arrays") or ""))
-    if row["verdict"] != "MISMATCH" or not path.is_file():
+    if row["verdict"] not in ("MISMATCH", "POOR QUANTIZATION") or not path.is_file():
         return None
+    group, max_abs = _judged_against(row)
     try:
         with np.load(path) as data:
-            reference = [data[k] for k in sorted(data.files) if k.startswith("reference")]
+            reference = [data[k] for k in sorted(data.files) if k.startswith(group)]
             outputs = [data[k] for k in sorted(data.files) if k.startswith("output")]
     except (OSError, ValueError) as e:
         log.warning("cannot read %s for the plot of %s: %s", path, row["key"], e)
+        return None
+    if not reference:
         return None
     figure = plots.outputs_vs_reference(
         reference,
         outputs,
         title=f"{row['case']} on {row['target']} [{row['recipe']}]",
-        max_abs=fmt.number((row.get("tolerance") or {}).get("max_abs")),
+        max_abs=max_abs,
     )
     return _png(figure)
 
@@ -258,6 +280,8 @@ def _environment() -> jinja2.Environment:
         budget_us=_budget_us,
         statistic_us=_statistic_us,
         tolerance_used=_tolerance_used,
+        target_cell=target_cell,
+        quantization_cell=quantization_cell,
     )
     return env
 

@@ -22,10 +22,10 @@ Row = dict[str, Any]
 # Record members carried into a result row as they are (after finite()).
 _COPIED = (
     "numerics",
+    "checks",
+    "not_judged",
+    "margin",
     "metrics",
-    "tolerance",
-    "quantized_reference_metrics",
-    "accuracy",
     "latency",
     "eager_latency",
     "budget",
@@ -55,20 +55,24 @@ def reason_of(record: Mapping[str, Any], verdict: str) -> str | None:
     """The short why of a verdict; the full text stays in `failure`."""
     if verdict == "PASS":
         return None
-    if verdict == "OVER BUDGET" and record.get("budget_breaches"):
-        return "; ".join(str(b) for b in record["budget_breaches"])
-    if verdict == "PARTITION" and record.get("partition_problems"):
-        return "; ".join(str(p) for p in record["partition_problems"])
+    if verdict == "NOT JUDGED" and record.get("not_judged"):
+        return "; ".join(str(n) for n in record["not_judged"])
+    checks = record.get("checks") or []
+    failing = [c for c in checks if c.get("status") == "fail"]
+    if failing:
+        first = failing[0]["question"]
+        return "; ".join(_describe(c) for c in failing if c["question"] == first)
     failure = str(record.get("failure") or "")
     lines = [line.strip() for line in failure.splitlines() if line.strip()]
-    if verdict == "MISMATCH":
-        details = [
-            line
-            for line in lines[1:]
-            if not line.startswith(("tolerance basis:", "full arrays", "fix:"))
-        ]
-        return "; ".join(details) or (lines[0] if lines else None)
     return lines[0] if lines else None
+
+
+def _describe(check: Mapping[str, Any]) -> str:
+    what = str(check.get("subject", ""))
+    if check.get("reference"):
+        what += f" vs {check['reference']}"
+    details = "; ".join(str(b) for b in check.get("breaches") or []) or check.get("cause") or ""
+    return f"{what}: {details}" if details else what
 
 
 def reproduce(run: Mapping[str, Any], nodeid: str | None, case: str, target: str) -> str | None:
@@ -121,6 +125,8 @@ def _row(record: Mapping[str, Any], item: Mapping[str, Any] | None, run: Mapping
     }
     for name in _COPIED:
         row[name] = record.get(name)
+    row["checks"] = list(row["checks"] or [])  # error records ran no check
+    row["not_judged"] = list(row["not_judged"] or [])
     return dict(document.finite(row))
 
 

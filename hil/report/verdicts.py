@@ -15,13 +15,15 @@ INFRASTRUCTURE = "infrastructure"  # the lab failed (link, emulator, missing tar
 ERROR = "error"  # the suite or hil itself is broken
 SKIPPED = "skipped"
 EXPECTED = "expected"  # a failure the case declares as expected (xfail)
+NOT_JUDGED = "not-judged"  # it ran and nothing failed, but a check that applies could not be made
 
-CATEGORIES: tuple[str, ...] = (PASS, FAILURE, INFRASTRUCTURE, ERROR, EXPECTED, SKIPPED)
+CATEGORIES: tuple[str, ...] = (PASS, FAILURE, NOT_JUDGED, INFRASTRUCTURE, ERROR, EXPECTED, SKIPPED)
 
 CATEGORY_TITLES: Mapping[str, str] = MappingProxyType(
     {
         PASS: "passed",
         FAILURE: "test failures",
+        NOT_JUDGED: "not judged (ran, but a check that applies could not be made)",
         INFRASTRUCTURE: "infrastructure errors",
         ERROR: "suite or framework errors",
         EXPECTED: "expected failures (xfail)",
@@ -32,12 +34,15 @@ CATEGORY_TITLES: Mapping[str, str] = MappingProxyType(
 VERDICT_CATEGORIES: Mapping[str, str] = MappingProxyType(
     {
         "PASS": PASS,
-        "MISMATCH": FAILURE,
+        "MISMATCH": FAILURE,  # the target's outputs are wrong
+        "MISSING KERNEL": FAILURE,  # the device's runtime cannot run an operator of the program
+        "POOR QUANTIZATION": FAILURE,  # the quantized model itself is too far from eager
         "PARTITION": FAILURE,  # operators fell back to the CPU against the case's expectation
         "OVER BUDGET": FAILURE,
         "EXPORT FAILED": FAILURE,
         "DEPLOY FAILED": FAILURE,
         "XPASS": FAILURE,  # passed although a strict xfail said it must not
+        "NOT JUDGED": NOT_JUDGED,
         "INFRA": INFRASTRUCTURE,
         "CRASH": INFRASTRUCTURE,
         "UNAVAILABLE": INFRASTRUCTURE,
@@ -56,6 +61,8 @@ ERROR_CLASSES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         FAILURE: (
             "OutputMismatch",
+            "MissingKernel",
+            "QuantizationLoss",
             "PartitionMismatch",
             "BudgetExceeded",
             "ExportError",
@@ -68,7 +75,9 @@ ERROR_CLASSES: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "LinkTimeout",
             "TargetCrash",
             "TargetUnavailable",
+            "ResourceExhausted",
         ),
+        NOT_JUDGED: ("NotJudged",),
         ERROR: ("CaseError", "CacheError", "UsageError", "DeviceSpecError", "TargetStateError"),
     }
 )
@@ -82,9 +91,12 @@ def category_of(verdict: str, outcome: str | None = None, from_error: bool = Fal
     """
     if outcome == "xfailed":
         return EXPECTED
+    if verdict == "NOT JUDGED" and outcome == "failed":
+        return FAILURE  # --hil-require made it one
     return VERDICT_CATEGORIES.get(verdict, ERROR if from_error else FAILURE)
 
 
 def is_failing(category: str) -> bool:
-    """Categories that keep a release from being signed."""
+    """Categories that keep a release from being signed (NOT JUDGED is listed apart: it is no
+    pass, and --hil-require turns it into a failure)."""
     return category in (FAILURE, INFRASTRUCTURE, ERROR)

@@ -56,7 +56,8 @@ def requires(
 
 @dataclass(frozen=True)
 class Deployment:
-    """A model as the target holds it; `bytes_sent` is 0 when the target already had it."""
+    """A model as the target holds it; `bytes_sent`: what crossed a link to put it there (0 when
+    the target already had it, and always for targets in this process)."""
 
     sha256: str
     handle: Any = None
@@ -70,6 +71,8 @@ class RunResult:
     `timings_us` holds one entry per timed run; `timing` says whether they were measured on
     the device, estimated (Vela) or emulated (QEMU), so no report mistakes one for another.
     `counters` carries device facts such as cycle counts and memory high-water marks.
+    `not_the_model` says why the outputs are not the model's (a runner with the echo engine
+    returns its inputs), so they are never judged as model outputs.
     """
 
     outputs: tuple[Array, ...]
@@ -77,15 +80,16 @@ class RunResult:
     timing: str = "measured"
     counters: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     log: str = ""
+    not_the_model: str = ""
 
 
 class Target(ABC):
     """Base of every target kind."""
 
-    # Set by targets that execute the same integer graph as the quantized PyTorch model (the
-    # reference-model targets): their outputs may differ from it by at most this many
-    # quantization steps. None: not judged against the quantized model.
-    quantized_steps_limit: ClassVar[float | None] = None
+    # False for stand-ins that run a program's CPU part on PyTorch's kernels rather than
+    # ExecuTorch's (the reference-model targets): whether the device's runtime has a kernel for
+    # every CPU operator is then judged from the artifact's partition report.
+    runs_device_kernels: ClassVar[bool] = True
 
     def __init__(self, spec: DeviceSpec) -> None:
         self.spec = spec

@@ -1,4 +1,9 @@
-"""The host target: .pte files on the ExecuTorch runtime, in this process."""
+"""The host target: .pte files on the ExecuTorch runtime, in this process.
+
+XNNPACK's thread pool is set to `connection.threads` (default 1) at provisioning: eager PyTorch
+is timed on one thread too, so a budget relative to eager means the same on a 2-core and on a
+64-core machine.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,13 @@ from hil.arrays import to_array
 from hil.cache import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
-from hil.errors import DeployError, TargetCrash, TargetUnavailable
+from hil.errors import (
+    DeployError,
+    DeviceSpecError,
+    MissingKernel,
+    TargetCrash,
+    TargetUnavailable,
+)
 from hil.targets.base import Deployment, RunResult, Target
 from hil.timing import timed_runs
 
@@ -29,6 +40,17 @@ class HostTarget(Target):
             ) from e
         self._runtime = Runtime.get()
         self._methods = {}
+        threads = self.spec.connection.get("threads", 1)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise DeviceSpecError(
+                f"{self.spec.source}: key 'connection.threads' must be a positive integer, "
+                f"got {threads!r}",
+                fix=f"edit {self.spec.source.name}: the number of XNNPACK threads (1 matches "
+                "eager PyTorch's timing)",
+            )
+        from executorch.extension.pybindings import portable_lib
+
+        portable_lib._unsafe_reset_threadpool(threads)
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         if artifact.sha256 in self._methods:
@@ -37,13 +59,20 @@ class HostTarget(Target):
             program = self._runtime.load_program(artifact.pte_path)
             method = program.load_method("forward")
         except RuntimeError as e:
+            if "Missing operator" in str(e) or "missing operator" in str(e).lower():
+                raise MissingKernel(
+                    f"the ExecuTorch runtime has no kernel for an operator of "
+                    f"{artifact.pte_path}: {e}",
+                    fix="restrict the case to recipes that delegate the operator, or build the "
+                    "runtime with a kernel for it",
+                ) from e
             raise DeployError(
                 f"the ExecuTorch runtime refused {artifact.pte_path}: {e}",
                 fix="delete the cache entry to re-export, or check the recipe's backend is "
                 "registered in this runtime",
             ) from e
         self._methods[artifact.sha256] = (program, method)
-        return Deployment(artifact.sha256, bytes_sent=artifact.size)
+        return Deployment(artifact.sha256)  # in this process: nothing crosses a link
 
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         _, method = self._methods[deployment.sha256]

@@ -133,6 +133,6 @@ CASES = (
         max_accuracy_drop=MAX_ACCURACY_DROP,
         # the whole held-out set in one batch: about 0.5 s per run on the portable kernels
         timing=TimingPolicy(warmup=1, min_runs=3, min_time_s=0.2, max_runs=200, max_time_s=1.0),
-        budget_ms=host_budgets(portable=2000.0, xnnpack_fp32=15.0, xnnpack_int8=6.0),
+        budget_vs_eager=host_budgets(portable=240.0, xnnpack_fp32=1.6, xnnpack_int8=0.6),
     ),
 )

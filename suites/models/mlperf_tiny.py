@@ -28,11 +28,12 @@ from suites.models.budgets import host_budgets
 
 SEED = 0
 
-DEPTH_ROUNDING = hil.ToleranceOverride(
-    reason="14 convolutions without a shortcut: int8 rounding accumulates with depth and lands "
-    "on 2 logits; the quantized PyTorch model itself is 13 output steps off eager here "
-    "(the target 8.2, at 23 dB SQNR)",
-    int8_steps=16,
+UNTRAINED_DEPTH = hil.ToleranceOverride(
+    reason="seeded, untrained weights through 14 convolutions without a shortcut: int8 rounding "
+    "accumulates with depth onto 2 logits, so the quantized PyTorch model itself reaches only "
+    "21.0 dB SQNR against eager with XNNPACK's quantizer and 23.1-23.2 dB with the Arm and "
+    "Cortex-M ones (measured 2026-12, AVX-512 host); trained weights would do better",
+    min_sqnr_db=19.0,
 )
 
 
@@ -60,33 +61,41 @@ def case(
     )
 
 
+PER_TENSOR_WEIGHTS = hil.ToleranceOverride(
+    reason="CortexMQuantizer quantizes the 10 fully connected layers' weights per tensor: the "
+    "quantized model reaches 25.2 dB SQNR against eager there (27.5 dB with per-channel "
+    "weights), too close to hil's 25 dB default to hold on every machine (measured 2026-12)",
+    min_sqnr_db=23.0,
+)
+
 CASES = (
     case(
         "resnet8",
         ResNet8,
         (1, 3, 32, 32),
         classifier=True,
-        budget_ms=host_budgets(portable=150.0, xnnpack_fp32=1.0, xnnpack_int8=0.5),
+        budget_vs_eager=host_budgets(portable=240.0, xnnpack_fp32=0.8, xnnpack_int8=0.35),
     ),
     case(
         "ds_cnn_kws",
         DSCNNKWS,
         (1, 1, 49, 10),
         classifier=True,
-        budget_ms=host_budgets(portable=50.0, xnnpack_fp32=0.3, xnnpack_int8=0.3),
+        budget_vs_eager=host_budgets(portable=85.0, xnnpack_fp32=0.35, xnnpack_int8=0.3),
     ),
     case(
         "mobilenet_v1_025",
         MobileNetV1025,
         (1, 3, 96, 96),
         classifier=True,
-        tolerance=DEPTH_ROUNDING,
-        budget_ms=host_budgets(portable=150.0, xnnpack_fp32=1.0, xnnpack_int8=1.0),
+        tolerance=UNTRAINED_DEPTH,
+        budget_vs_eager=host_budgets(portable=70.0, xnnpack_fp32=0.35, xnnpack_int8=0.3),
     ),
     case(
         "deep_autoencoder",
         DeepAutoEncoder,
         (1, 640),
-        budget_ms=host_budgets(portable=5.0, xnnpack_fp32=0.15, xnnpack_int8=0.15),
+        tolerance=PER_TENSOR_WEIGHTS,
+        budget_vs_eager=host_budgets(portable=40.0, xnnpack_fp32=1.0, xnnpack_int8=0.5),
     ),
 )

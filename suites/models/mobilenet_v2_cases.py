@@ -27,14 +27,10 @@ RESIDUAL_SCALE = 0.2
 SEED = 0
 
 DEPTH_ROUNDING = hil.ToleranceOverride(
-    reason="53 layers: int8 rounding compounds with depth. Measured on host: the quantized "
-    "PyTorch model is 7.9 output steps off eager, XNNPACK 8.8 (9.0 from the quantized model), "
-    "both at 24 dB SQNR, which stays judged at the default 15 dB",
-    int8_steps=16,
-    # The reference-model targets are 3 to 4 (u55-ref, u85-ref: TOSA) and 5 (cortex-m55-ref:
-    # CMSIS-NN reference ops) steps from the quantized PyTorch model, which requantizes with
-    # float scales where those use integer multipliers and shifts.
-    quantized_steps=6,
+    reason="53 layers with seeded, trained-like weights: the quantized PyTorch model itself "
+    "reaches 24.7 dB SQNR against eager with XNNPACK's quantizer and 26.2-26.5 dB with the Arm "
+    "and Cortex-M ones (measured 2026-12, AVX-512 host), below hil's 25 dB default",
+    min_sqnr_db=22.0,
 )
 
 # Portable kernels take about 0.3 s an inference: a few runs give a stable median.
@@ -75,7 +71,7 @@ CASES = (
         classifier=True,
         timing=SLOW_TIMING,
         tolerance=DEPTH_ROUNDING,
-        budget_ms=host_budgets(portable=1500.0, xnnpack_fp32=12.0, xnnpack_int8=8.0),
+        budget_vs_eager=host_budgets(portable=200.0, xnnpack_fp32=0.65, xnnpack_int8=0.3),
     ),
     # BatchNorm left in the graph, as a model straight from training arrives: the recipes must
     # fold it themselves (the int8 export takes about 25 s longer for it).

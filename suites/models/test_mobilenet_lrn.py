@@ -5,9 +5,9 @@ take breaks the delegated graph. With executorch 1.5.1 the LRN is decomposed and
 it goes to the NPU except its avg_pool3d, which stays on the CPU: the NPU graph splits into two
 delegates with the CPU pool between them. The case asserts exactly that fallback set on every
 Ethos-U target, and that the outputs still match eager PyTorch end to end (the reference targets
-run the CPU part with PyTorch's kernels). Note the partition report's other finding: ExecuTorch
-1.5.1 ships no CPU kernel for avg_pool3d (aten::avg_pool3d.out), so on a device this .pte loads
-only with a runtime built with one.
+run the CPU part with PyTorch's kernels). The partition report's other finding: ExecuTorch 1.5.1
+ships no CPU kernel for avg_pool3d (aten::avg_pool3d.out), so on a device this .pte loads only
+with a runtime built with one; the case states that it expects that (`missing_kernels`).
 
 Measured (u55-ref: Ethos-U55-128 at 500 MHz; u85-ref: Ethos-U85-256 at 1 GHz), by Vela's
 estimate: 4.37 M / 1.95 M NPU cycles, 1.15 MiB SRAM. The cycle budgets below leave about 15 %
@@ -22,15 +22,16 @@ import pytest
 from torch import nn
 
 import hil
-from suites.models.mobilenet_v2_cases import calibration, images, mobilenet_v2
+from suites.models.mobilenet_v2_cases import DEPTH_ROUNDING, calibration, images, mobilenet_v2
 
 LRN_SIZE = 5  # AlexNet's local response norm (alpha 1e-4, beta 0.75, k 1)
 
-COMPOUNDED_ROUNDING = hil.ToleranceOverride(
-    reason="TOSA requantizes with integer multipliers and shifts, the quantized PyTorch model "
-    "with float scales; one-step differences in some of the ~50 integer layers compound to "
-    "3 output steps (measured on u55-ref and u85-ref)",
-    quantized_steps=4,
+# ExecuTorch 1.5.1 has no aten::avg_pool3d.out CPU kernel: on a device this .pte loads only with
+# a runtime built with one. The case is Arm's own example of an NPU graph split, which is what it
+# checks; the gap stays visible in every report as an expected missing kernel.
+NO_AVG_POOL3D_KERNEL = (
+    "the LRN's avg_pool3d stays on the CPU, where ExecuTorch 1.5.1's portable library has no "
+    "kernel for it: the case shows the NPU graph split (Arm's example), not a deployable model"
 )
 
 
@@ -50,7 +51,8 @@ CASE = hil.Case(
     classifier=True,
     recipes=frozenset({"ethos-u"}),
     expected_fallback=frozenset({"avg_pool3d"}),
-    tolerance=COMPOUNDED_ROUNDING,
+    missing_kernels={"avg_pool3d": NO_AVG_POOL3D_KERNEL},
+    tolerance=DEPTH_ROUNDING,  # the same network; 25.9 dB on u55-ref and u85-ref
     counter_budgets={
         "npu_cycles": {"u55-ref": 5.0e6, "u85-ref": 2.25e6},
         "sram_bytes": {"*": 1.5 * 2**20},

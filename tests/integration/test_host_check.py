@@ -11,8 +11,9 @@ from torch import nn
 
 import hil
 from hil import Case, seeded
-from hil.errors import BudgetExceeded, ExportError, OutputMismatch
+from hil.errors import BudgetExceeded, CaseError, ExportError, OutputMismatch
 from hil.session import Session
+from hil.verdict.checks import Question
 
 
 def tiny_cnn() -> nn.Module:
@@ -50,15 +51,17 @@ class DataDependent(nn.Module):
 @pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32", "xnnpack-int8"])
 def test_tiny_cnn_passes_on_every_host_recipe(session: Session, recipe: str) -> None:
     result = session.check(TINY, "host", recipe)
-    assert result.passed, result.output_failure()
+    assert result.passed, result.failure_message()
     assert result.metrics is not None and result.metrics.top1 == 1.0
     assert result.latency is not None and result.latency.runs >= 5
     assert result.eager_latency is not None
     assert result.arrays_path.exists()
     if recipe == "xnnpack-int8":
-        assert "int8" in result.tolerance.basis
-        qref = result.quantized_reference_metrics
-        assert qref is not None and qref.max_abs <= result.artifact.output_scales[0]  # type: ignore[operator]
+        (target,) = result.of(Question.TARGET)
+        assert target.reference == "the quantized PyTorch model" and "steps of" in target.basis
+        assert target.observed["max_steps"] <= 1.0
+        (quantization,) = [c for c in result.of(Question.QUANTIZATION) if c.subject == "output 0"]
+        assert quantization.observed["sqnr_db"] >= 25.0
     else:
         assert result.artifact.details.get("delegates", 0) == (0 if recipe == "portable" else 1)
 
@@ -83,7 +86,8 @@ def test_perturbed_output_fails_naming_metric_tolerance_and_array_file(session: 
     with pytest.raises(OutputMismatch) as info:
         result.raise_for_failures()
     message = str(info.value)
-    assert "max_abs_error = 0.05" in message and "tolerance <=" in message
+    assert "the target's outputs are wrong (is the target right?)" in message
+    assert "output 0 vs eager PyTorch: max_abs = 0.05" in message and "limit <=" in message
     assert "fp32: 1e-05 + 0.0001 x peak" in message
     assert str(result.arrays_path) in message
     with np.load(result.arrays_path) as arrays:
@@ -115,13 +119,18 @@ def test_truncated_cached_pte_is_rebuilt_and_reported(
 
 
 def test_latency_budget_breach_fails_with_both_numbers(session: Session) -> None:
-    case = Case("tiny_cnn", tiny_cnn, seeded((1, 3, 16, 16)), budget_ms={"host/portable": 1e-6})
+    case = Case("tiny_cnn", tiny_cnn, seeded((1, 3, 16, 16)),
+                budget_vs_eager={"host/portable": 1e-3})  # fmt: skip
     result = session.check(case, "host", "portable")
     assert result.outputs_ok and result.verdict == "OVER BUDGET"
-    with pytest.raises(
-        BudgetExceeded, match=r"measured latency \(median\) .* ms exceeds budget 1e-06 ms"
-    ):
+    with pytest.raises(BudgetExceeded, match=r"latency \(min\) vs eager PyTorch on this machine: vs_eager = .*, limit <= 0.001"):
         result.raise_for_failures()
+
+
+def test_an_absolute_budget_on_the_host_is_refused_as_a_case_error(session: Session) -> None:
+    case = Case("tiny_cnn", tiny_cnn, seeded((1, 3, 16, 16)), budget_ms={"host/portable": 1.0})
+    with pytest.raises(CaseError, match="whatever machine runs hil"):
+        session.check(case, "host", "portable")
 
 
 def test_accuracy_drop_is_judged_on_labelled_inputs(session: Session) -> None:
@@ -129,8 +138,10 @@ def test_accuracy_drop_is_judged_on_labelled_inputs(session: Session) -> None:
     labels = tiny_cnn()(inputs()[0]).argmax(-1)
     case = Case("tiny_acc", tiny_cnn, inputs, labels=lambda: labels, max_accuracy_drop=0.0)
     result = session.check(case, "host", "xnnpack-fp32")
-    assert result.accuracy is not None
-    assert result.accuracy.eager == 1.0 and result.accuracy.target == 1.0 and result.passed
+    (accuracy,) = [c for c in result.checks if c.subject == "accuracy"]
+    assert accuracy.question is Question.TARGET  # a float program: the target's own accuracy
+    assert accuracy.observed["eager_accuracy"] == 1.0 and accuracy.observed["accuracy"] == 1.0
+    assert result.passed
 
 
 def test_library_api_without_pytest_plugin(shared_cache: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

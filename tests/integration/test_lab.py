@@ -109,7 +109,7 @@ class LabSessions:
 def test_a_case_runs_on_a_leased_board_which_is_released_at_the_end(lab: LabSessions) -> None:
     session, name = lab.session()
     result = session.check(linear(0), name, "portable")
-    assert result.passed, result.output_failure()
+    assert result.passed, result.failure_message()
     place = session.board_of(name)
     assert place in ("vb1", "vb2")
     assert result.target_info["place"] == place
@@ -373,7 +373,7 @@ def test_an_ssh_board_is_reached_through_the_places_network_service(
             with Session(devices=registry, cache_dir=shared_cache,
                          results_dir=tmp_path / "results") as session:
                 result = session.check(linear(0), "pi-lab", "portable")
-                assert result.passed, result.output_failure()
+                assert result.passed, result.failure_message()
                 assert result.target_info["place"] == "pi1"
                 assert result.target_info["address"] == f"{endpoint.user}@127.0.0.1:{endpoint.port}"
             places, reservations = lab_state(rack.coordinator)

@@ -17,8 +17,9 @@ from torch import nn
 
 import hil
 from hil.devices import DeviceRegistry
-from hil.errors import DeployError, ExportError, PartitionMismatch, TargetCrash
+from hil.errors import DeployError, ExportError, MissingKernel, PartitionMismatch, TargetCrash
 from hil.session import Session
+from hil.verdict.checks import Question
 
 NPU_TARGETS = ("u55-ref", "u85-ref")
 
@@ -53,7 +54,11 @@ class Lrn(nn.Module):
         return self.norm(x)
 
 
+NO_AVG_POOL3D = {"avg_pool3d": "ExecuTorch 1.5.1 has no avg_pool3d.out CPU kernel (the test's point)"}
+
+
 def lrn(**options: object) -> hil.Case:
+    options.setdefault("missing_kernels", NO_AVG_POOL3D)
     return hil.Case("tiny_lrn", Lrn, hil.seeded((1, 8, 8, 8)), **options)  # type: ignore[arg-type]
 
 
@@ -155,6 +160,19 @@ def test_cpu_fallback_runs_end_to_end_and_is_reported(session: Session, target: 
     assert "delegate_0, delegate_1" in result.log
 
 
+def test_a_cpu_operator_without_a_device_kernel_fails_unless_expected(session: Session) -> None:
+    """The stand-in runs the CPU part on PyTorch's kernels; the device's runtime would refuse
+    the program, so the case fails unless it states that it expects the gap, with the reason."""
+    result = session.check(lrn(expected_fallback=frozenset({"avg_pool3d"}), missing_kernels={}),
+                           "u85-ref")  # fmt: skip
+    assert result.verdict == "MISSING KERNEL" and result.outputs_ok
+    with pytest.raises(MissingKernel, match=r"no kernel for aten::avg_pool3d.out"):
+        result.raise_for_failures()
+    expected = session.check(lrn(expected_fallback=frozenset({"avg_pool3d"})), "u85-ref")
+    (kernels,) = expected.of(Question.KERNELS)
+    assert expected.passed and "expected by the case: aten::avg_pool3d.out" in kernels.basis
+
+
 def test_an_unexpected_fallback_fails_the_partition_verdict(session: Session) -> None:
     result = session.check(lrn(fully_delegated=True), "u85-ref")
     assert result.verdict == "PARTITION" and result.outputs_ok
@@ -169,8 +187,8 @@ def test_budgets_on_cycles_memory_and_estimated_time(session: Session) -> None:
     )
     result = session.check(case, "u55-ref")
     assert result.verdict == "OVER BUDGET"
-    whats = [b.what for b in result.budget_breaches]
-    assert "npu_cycles" in whats and "estimated latency (median)" in whats
+    whats = [c.subject for c in result.failed_checks]
+    assert "npu_cycles" in whats and "latency (median)" in whats
     assert "flash_bytes" not in whats
 
 

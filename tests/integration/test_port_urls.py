@@ -69,6 +69,6 @@ def test_a_board_behind_socket_url_runs_cases_like_a_local_one(
         for recipe in ("portable", "xnnpack-fp32"):
             remote = s.check(case, "net-board", recipe)
             local = s.check(case, "host", recipe)
-            assert remote.passed, remote.output_failure()
+            assert remote.passed, remote.failure_message()
             with np.load(remote.arrays_path) as a, np.load(local.arrays_path) as b:
                 assert np.array_equal(a["output0"], b["output0"])  # 256 KiB over TCP, exact

@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from hil import Case, firmware, seeded
-from hil.result import CheckResult
 from hil.session import Session
 from hil.targets.serial import SerialTarget
+from hil.verdict.result import CheckResult
 
 
 def tiny_cnn() -> nn.Module:
@@ -50,7 +50,7 @@ def outputs(result: CheckResult) -> list[np.ndarray]:
 def test_vboard_gives_the_same_outputs_as_host(session: Session, recipe: str) -> None:
     board = session.check(TINY, "vboard", recipe)
     host = session.check(TINY, "host", recipe)
-    assert board.passed, board.output_failure()
+    assert board.passed, board.failure_message()
     for ours, theirs in zip(outputs(board), outputs(host), strict=True):
         assert np.array_equal(ours, theirs)  # same .pte, same kernels: bit-exact
     policy = session.devices.get("vboard").latency.policy
@@ -74,7 +74,7 @@ def test_an_unchanged_model_is_not_sent_again(session: Session) -> None:
 def test_tensors_larger_than_a_frame_cross_in_pieces(session: Session) -> None:
     case = Case("scale_big", Scale, seeded((1, 3, 360, 360)))  # 1.5 MB in, 1.5 MB out
     result = session.check(case, "vboard", "portable")
-    assert result.passed, result.output_failure()
+    assert result.passed, result.failure_message()
     assert outputs(result)[0].shape == (1, 3, 360, 360)
 
 
@@ -82,7 +82,7 @@ def test_several_inputs_of_several_dtypes(session: Session) -> None:
     case = Case("lookup", Lookup,
                 lambda: (torch.rand(3, 4), torch.tensor([1, 7, 3], dtype=torch.int64)))
     result = session.check(case, "vboard", "portable")
-    assert result.passed, result.output_failure()
+    assert result.passed, result.failure_message()
 
 
 def test_the_runner_reports_the_build_made_for_its_configuration(session: Session) -> None:

@@ -19,16 +19,21 @@ def linear():
     return torch.nn.Linear(8, 4)
 
 CASES = [
-    hil.Case("slow", linear, hil.seeded((1, 8)), budget_ms={"*": 1e-9},
+    hil.Case("slow", linear, hil.seeded((1, 8)), budget_vs_eager={"host": 1e-9},
              recipes=frozenset({"portable"})),
     hil.Case("fine", linear, hil.seeded((2, 8)), recipes=frozenset({"portable"})),
-    hil.Case("other", linear, hil.seeded((3, 8)), budget_ms={"*": 1e-9},
+    hil.Case("other", linear, hil.seeded((3, 8)), budget_vs_eager={"host": 1e-9},
              recipes=frozenset({"portable"})),
 ]
 
 @pytest.mark.hil_cases(CASES)
 def test_case(hil_check):
     hil_check()
+
+@pytest.mark.hil_cases([hil.Case("lost", linear, hil.seeded((4, 8)), recipes=frozenset({"portable"}))])
+def test_link_lost(hil_check):
+    hil_check()
+    raise hil.errors.LinkTimeout("the board stopped answering (a lost link, not the model)")
 """
 
 
@@ -56,7 +61,7 @@ def quarantine_file(folder: Path, expires: datetime.date) -> Path:
 def test_quarantined_failures_and_passes_are_reported_as_such(project: pytest.Pytester) -> None:
     path = quarantine_file(project.path, datetime.date.today() + datetime.timedelta(days=30))
     result = project.runpytest("--target=host", f"--hil-quarantine={path}", "-rxX",
-                               "--hil-results-dir=results")
+                               "--hil-results-dir=results", "test_suite.py::test_case")
     result.assert_outcomes(failed=1, xfailed=1, xpassed=1)  # "other" is not quarantined
     result.stdout.fnmatch_lines([
         "*= hil lab =*",
@@ -75,6 +80,17 @@ def test_quarantined_failures_and_passes_are_reported_as_such(project: pytest.Py
     run = json.loads((project.path / "results/run.json").read_text())
     outcomes = {i["case"]: i["outcome"] for i in run["items"]}
     assert outcomes == {"slow": "xfailed", "fine": "xpassed", "other": "failed"}
+
+
+def test_quarantine_never_hides_a_lost_link(project: pytest.Pytester) -> None:
+    path = project.path / "quarantine.yaml"
+    expires = datetime.date.today() + datetime.timedelta(days=30)
+    path.write_text(f"- {{case: 'lost-host-*', reason: flaky board, issue: HIL-33, "
+                    f"expires: {expires.isoformat()}}}\n")  # fmt: skip
+    result = project.runpytest("--target=host", f"--hil-quarantine={path}",
+                               "test_suite.py::test_link_lost")  # fmt: skip
+    result.assert_outcomes(failed=1)  # an infrastructure failure is no known test failure
+    result.stdout.fnmatch_lines(["*LinkTimeout: the board stopped answering*"])
 
 
 def test_an_expired_entry_stops_the_run_naming_it(project: pytest.Pytester) -> None:

@@ -95,7 +95,7 @@ def test_run_passes_and_prints_one_table_per_target(project: pytest.Pytester) ->
         [
             "*hil summary*",
             "target host: 3/3 passed",
-            "case*backend*max abs*SQNR dB*cosine*verdict*median*p90*budget",
+            "case*backend*target check*quantization*SQNR vs eager*verdict*median*p90*budget",
             "relu*portable*PASS*",
             "target host: median latency by backend",
             "case*eager (1 thread)*portable*xnnpack-fp32",
@@ -161,9 +161,10 @@ def test_failure_names_metric_tolerance_and_arrays(project: pytest.Pytester) -> 
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*OutputMismatch: nudged on host [[]portable[]]: outputs disagree with eager PyTorch*",
-            "*max_abs_error = 0.5, tolerance <= *",
-            "*full arrays (inputs, reference, outputs): *nudged--host--portable.npz*",
+            "*OutputMismatch: nudged on host [[]portable[]]: the target's outputs are wrong "
+            "(is the target right?)*",
+            "*output 0 vs eager PyTorch: max_abs = 0.5, limit <= *",
+            "*full arrays (inputs, eager, quantized model, target): *nudged--host--portable.npz*",
         ]
     )
 
@@ -259,3 +260,87 @@ def test_hil_fixtures_without_cases_marker_are_a_usage_error(project: pytest.Pyt
     result = project.runpytest("test_bare.py")
     assert result.ret == pytest.ExitCode.INTERRUPTED or result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["*without @pytest.mark.hil_cases*"])
+
+
+# -- nothing unjudged is a PASS ------------------------------------------------------------
+
+
+UNJUDGED = """
+import pytest, torch, hil
+CASES = [hil.Case("cycles", torch.nn.ReLU, hil.seeded((1, 8)),
+                  counter_budgets={"npu_cycles": {"*": 1000}})]  # host reports no NPU cycles
+@pytest.mark.hil_cases(CASES)
+@pytest.mark.hil_recipes("portable")
+def test_unjudged(hil_check):
+    hil_check()
+"""
+
+
+def test_a_budget_the_target_cannot_judge_is_not_judged_never_a_pass(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(test_unjudged=UNJUDGED)
+    result = project.runpytest("test_unjudged.py", "--target=host", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([
+        "cycles*NOT JUDGED*",
+        "*SKIPPED*cycles on host [[]portable[]]: NOT JUDGED: npu_cycles: the target does not "
+        "report this counter*",
+    ])  # fmt: skip
+    required = project.runpytest("test_unjudged.py", "--target=host", "--hil-require")
+    required.assert_outcomes(failed=1)
+    required.stdout.fnmatch_lines(["*--hil-require: cycles on host*NOT JUDGED*"])
+
+
+def test_a_hil_cases_test_that_never_checks_fails(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_lazy="""
+        import pytest, torch, hil
+        @pytest.mark.hil_cases([hil.Case("relu", torch.nn.ReLU, hil.seeded((1, 8)))])
+        @pytest.mark.hil_recipes("portable")
+        def test_lazy(hil_target):
+            assert hil_target is not None  # provisioned, but nothing was judged
+    """
+    )
+    result = project.runpytest("test_lazy.py", "--target=host")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*never called hil_check(): nothing was judged*"])
+
+
+def test_xfail_covers_test_failures_never_a_lost_link(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_expected="""
+        import pytest, torch, hil
+        CASES = [hil.Case("relu", torch.nn.ReLU, hil.seeded((1, 8)), xfail={"portable": "known"})]
+        @pytest.mark.hil_cases(CASES)
+        @pytest.mark.hil_recipes("portable")
+        def test_wrong(hil_check):
+            hil_check()
+            assert False, "a test failure: what the xfail is for"
+        @pytest.mark.hil_cases(CASES)
+        @pytest.mark.hil_recipes("portable")
+        def test_lost(hil_check):
+            hil_check()
+            raise hil.errors.LinkTimeout("the board stopped answering")
+    """
+    )
+    result = project.runpytest("test_expected.py", "--target=host")
+    result.assert_outcomes(xfailed=1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_expected.py::test_lost*hil.errors.LinkTimeo*"])
+
+
+def test_a_module_whose_cases_do_not_apply_is_deselected_not_skipped(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_npu_only="""
+        import pytest, torch, hil
+        @pytest.mark.hil_cases([hil.Case("npu", torch.nn.ReLU, hil.seeded((1, 8)),
+                                         recipes=frozenset({"ethos-u"}))])
+        def test_npu(hil_check):
+            hil_check()
+    """
+    )
+    result = project.runpytest("test_npu_only.py", "--target=host")
+    result.assert_outcomes(deselected=1)  # no "got empty parameter set" skip
+

@@ -36,10 +36,13 @@ def test_history_id_is_the_same_in_two_runs(runs: Runs) -> None:
 
 def test_a_finished_check_carries_metrics_plots_and_the_pte_hash(runs: Runs) -> None:
     result = allure_results(runs.allure_a)["test_op[linear-host-xnnpack-int8]"]
-    metrics = json.loads(attachment(runs.allure_a, result, "error metrics").read_text())
-    assert metrics["verdict"] == "PASS" and metrics["metrics"]["max_abs"] > 0
-    assert metrics["tolerance"]["max_abs"] >= metrics["metrics"]["max_abs"]
-    for name in ("outputs vs reference", "latency vs budget (measured)"):
+    checks = json.loads(attachment(runs.allure_a, result, "verdict checks").read_text())
+    assert checks["verdict"] == "PASS" and checks["metrics against eager"]["max_abs"] > 0
+    target = next(c for c in checks["checks"] if c["question"] == "target")
+    assert target["reference"] == "the quantized PyTorch model"
+    assert target["observed"]["max_steps"] <= target["limits"][0]["value"]
+    assert {c["question"] for c in checks["checks"]} >= {"target", "quantization"}
+    for name in ("outputs vs the quantized model", "latency vs budget (measured)"):
         image = matplotlib.image.imread(attachment(runs.allure_a, result, name))
         assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 300
         assert len({tuple(p) for p in image.reshape(-1, image.shape[2])[::97]}) > 5  # not blank

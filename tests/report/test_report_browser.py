@@ -58,15 +58,15 @@ def test_matrix_shows_every_case_against_every_target_and_backend(page: Any) -> 
                 .join(' ') || td.textContent.trim()]))""",
     )
     assert cells["relu/host2/portable"] == "PASS:chip pass"
-    assert cells["linear/host/xnnpack-int8"] == "MISMATCH:chip failure"
+    assert cells["linear/host/xnnpack-int8"] == "POOR QUANTIZATION:chip failure"
     assert cells["broken/host/portable"] == "EXPORT FAILED:chip failure"
-    assert cells["drift/host/xnnpack-int8"] == "MISMATCH:chip expected"
+    assert cells["drift/host/xnnpack-int8"] == "POOR QUANTIZATION:chip expected"
     assert cells["tight/host/portable"] == "PASS:chip pass"
     assert cells["broken/host2/portable"] == "not run"
     reason = js(
         page, "document.querySelector('#matrix a[href=\"#r-linear-host-xnnpack-int8\"]').title"
     )
-    assert "max_abs" in reason
+    assert "sqnr_db" in reason and "limit >= 90" in reason  # the raised quantization bar
 
 
 def test_plots_are_images_the_browser_decoded(page: Any) -> None:
@@ -104,12 +104,12 @@ def test_numbers_regression_and_provenance_are_on_the_page(page: Any, runs: Runs
     text = js(page, "document.body.innerText")
     assert written.digest in text
     row = js(page, "document.getElementById('r-linear-host-xnnpack-int8').innerText")
-    assert "MISMATCH" in row and "int8" in row and " us" in row
+    assert "POOR QUANTIZATION" in row and "int8" in row and " us" in row
     new = js(
         page,
         "[...document.querySelectorAll('table.changes[data-kind=failure] td')].map(t => t.textContent)",
     )
-    assert new[:5] == ["linear", "host", "xnnpack-int8", "PASS", "MISMATCH"]
+    assert new[:5] == ["linear", "host", "xnnpack-int8", "PASS", "POOR QUANTIZATION"]
     fixed = js(
         page,
         "[...document.querySelectorAll('table.changes[data-kind=pass] td')].map(t => t.textContent)",

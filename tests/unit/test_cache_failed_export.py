@@ -41,3 +41,42 @@ def test_failed_export_without_files_keeps_nothing(tmp_path: Path) -> None:
         )
     assert "kept in" not in str(caught.value)
     assert not (tmp_path / "failed").exists()
+
+
+def exhausting(error: BaseException):  # type: ignore[no-untyped-def]
+    def build(workdir: Path) -> ExportProduct:
+        from hil.recipes.lowering import exporter_step
+
+        def step() -> None:
+            raise error
+
+        exporter_step("PT2E calibration", "big_model", step)
+        raise AssertionError("unreachable")
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ("error", "what"),
+    [
+        (MemoryError(), "memory"),
+        (RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"), "memory"),
+        (OSError(28, "No space left on device"), "disk space"),
+    ],
+    ids=["MemoryError", "torch-allocator", "ENOSPC"],
+)
+def test_running_out_of_memory_or_disk_is_never_remembered(
+    tmp_path: Path, error: BaseException, what: str
+) -> None:
+    from hil.errors import ResourceExhausted
+
+    cache = ArtifactCache(tmp_path)
+    with pytest.raises(ResourceExhausted, match=f"ran out of {what}") as caught:
+        cache.get_or_build("d" * 64, {}, exhausting(error), recipe="r", numerics="int8")
+    assert not isinstance(caught.value, ExportError)  # never the model's failure
+    assert not (tmp_path / "failures").exists()
+    # with memory freed, the next run exports for real instead of repeating a remembered failure
+    artifact = cache.get_or_build(
+        "d" * 64, {}, lambda workdir: ExportProduct(pte=b"pte"), recipe="r", numerics="int8"
+    )
+    assert artifact.exported_now

@@ -94,3 +94,10 @@ def test_repository_devices_are_consistent(repo_devices: DeviceRegistry) -> None
         assert spec.kind == "ethos_u_ref" and spec.latency.timing == "estimated"
         assert spec.recipes[0].options["accelerator_config"] == spec.npu
         make_target(spec).provision()  # checks the recipes against vela.ini
+
+
+def test_ethos_u_numerics_follow_the_a16w8_option() -> None:
+    from hil.recipes import make_recipe
+
+    assert make_recipe("ethos-u", {"a16w8": True}).numerics == "a16w8"
+    assert make_recipe("ethos-u").numerics == "int8"

@@ -84,3 +84,136 @@ def test_module_constants_a_function_reads_are_part_of_its_code() -> None:
         assert model_fingerprint(Lambda(lambda x: x * SCALE)) != before
     finally:
         SCALE = 2.0
+
+
+# -- what the key used to skip: each test changes one thing and checks the key --------------
+
+
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self._scale = 2.0  # an underscore attribute is configuration too
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self._scale
+
+
+def test_underscore_attributes_are_configuration() -> None:
+    a, b = Scaled(), Scaled()
+    b._scale = 3.0
+    assert model_fingerprint(a) != model_fingerprint(b)
+
+
+def test_plain_tensor_and_numpy_attributes_count_by_their_bytes() -> None:
+    import numpy as np
+
+    a, b = Lambda(None), Lambda(None)
+    a.table, b.table = torch.zeros(4), torch.zeros(4)  # neither a parameter nor a buffer
+    assert model_fingerprint(a) == model_fingerprint(b)
+    b.table[2] = 1.0
+    assert model_fingerprint(a) != model_fingerprint(b)
+    a.lut, b.lut = np.arange(4), np.arange(4)
+    b.table = a.table
+    assert model_fingerprint(a) == model_fingerprint(b)
+    b.lut = np.arange(1, 5)
+    assert model_fingerprint(a) != model_fingerprint(b)
+
+
+class Config:  # a plain config object, as transformers' OPTConfig is
+    def __init__(self, heads: int) -> None:
+        self.heads = heads
+        self.nested = {"act": "relu", "dims": (4, heads)}
+
+
+def test_config_objects_and_dataclasses_are_walked() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Options:
+        eps: float
+
+    a, b = Lambda(None), Lambda(None)
+    a.config, b.config = Config(4), Config(4)
+    assert model_fingerprint(a) == model_fingerprint(b)
+    b.config = Config(8)
+    assert model_fingerprint(a) != model_fingerprint(b)
+    a.options, b.options = Options(1e-5), Options(1e-6)
+    b.config = a.config
+    assert model_fingerprint(a) != model_fingerprint(b)
+
+
+def _helper(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+
+def _other_helper(x: torch.Tensor) -> torch.Tensor:
+    return x - 1
+
+
+class UsesHelper(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _helper(x)
+
+
+def test_module_level_helpers_forward_calls_are_part_of_the_code() -> None:
+    global _helper
+    before = model_fingerprint(UsesHelper())
+    original = _helper
+    _helper = _other_helper  # the same name, another body: a user edited the helper
+    try:
+        assert model_fingerprint(UsesHelper()) != before
+    finally:
+        _helper = original
+    assert model_fingerprint(UsesHelper()) == before
+
+
+def test_forward_hooks_are_part_of_the_model() -> None:
+    a, b = conv(), conv()
+    b.register_forward_hook(lambda module, args, out: out * 2)
+    assert model_fingerprint(a) != model_fingerprint(b)
+
+
+def test_library_code_counts_by_version_and_project_code_by_content() -> None:
+    from hil.fingerprint import library_of
+
+    assert library_of("torch.nn.modules.conv") == f"torch=={torch.__version__}"
+    assert library_of("hil.case") is None  # this checkout (an editable install): its content
+    assert library_of(__name__) is None
+
+
+def test_docstrings_comments_and_layout_are_not_code() -> None:
+    from hil.fingerprint import source_digest
+
+    plain = "def f(x):\n    return x + 1\n"
+    documented = 'def f(x):\n    """Adds one."""\n    # a comment\n    return (x +\n            1)\n'
+    assert source_digest(plain) == source_digest(documented)
+    assert source_digest(plain) != source_digest("def f(x):\n    return x + 2\n")
+
+
+def test_a_recipe_module_docstring_or_comment_edit_keeps_its_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import importlib.util
+    import os
+    import sys
+
+    from hil.fingerprint import module_source_digest
+
+    path = tmp_path / "hil_probe_recipe.py"
+
+    def load(text: str, stamp: int) -> str:
+        path.write_text(text)
+        os.utime(path, ns=(stamp, stamp))  # a later edit, as an editor would save it
+        spec = importlib.util.spec_from_file_location("hil_probe_recipe", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["hil_probe_recipe"] = module
+        spec.loader.exec_module(module)
+        return module_source_digest("hil_probe_recipe")
+
+    try:
+        first = load('"""A recipe."""\nSTEP = 1\n', 1_000_000_000)
+        edited = load('"""A recipe, documented better."""\n# why STEP is 1\nSTEP = 1\n', 2_000_000_000)
+        changed = load('"""A recipe."""\nSTEP = 2\n', 3_000_000_000)
+    finally:
+        sys.modules.pop("hil_probe_recipe", None)
+    assert first == edited
+    assert first != changed

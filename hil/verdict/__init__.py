@@ -1,0 +1,1 @@
+"""The verdict: metrics, tolerances, budgets and the judge (ARCHITECTURE.md, "The verdict")."""

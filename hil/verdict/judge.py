@@ -1,0 +1,203 @@
+"""The judge: from what a run produced to a CheckResult, every question asked apart.
+
+Pure computation over data the session gathered (no I/O beyond the artifact's stored arrays),
+so every rule here is testable without a target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+
+from hil.arrays import Array
+from hil.cache import Artifact
+from hil.case import BuiltCase
+from hil.devices import DeviceSpec
+from hil.partition import PartitionReport, judge_partition, short_name
+from hil.recipes import Recipe
+from hil.verdict import budgets, outputs
+from hil.verdict.budgets import LatencyStats
+from hil.verdict.checks import Check, Question, failed, judged, not_judged
+from hil.verdict.metrics import measure
+from hil.verdict.result import CheckResult, Metrics
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one deploy + run on a target gave back."""
+
+    outputs: tuple[Array, ...]
+    timings_us: tuple[float, ...] = ()
+    timing: str = "measured"
+    counters: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    deploy_bytes: int = 0
+    log: str = ""
+    target_info: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # False for stand-ins that run the program's CPU part on PyTorch's kernels: whether the
+    # device's runtime has those kernels is then judged from the partition report.
+    device_kernels: bool = True
+    not_the_model: str = ""  # why the outputs are not the model's (an echo runner's)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Eager PyTorch's outputs and latency for the case; `beside`: eager timed right before and
+    after this target's run (for budgets relative to eager), when such a budget applies."""
+
+    outputs: tuple[Array, ...]
+    latency: LatencyStats | None
+    beside: LatencyStats | None = None
+
+
+def program_facts(recipe: Recipe, artifact: Artifact) -> outputs.ProgramFacts:
+    quantized = recipe.quantized and artifact.quantized_ops != 0
+    return outputs.ProgramFacts(
+        numerics=recipe.numerics,
+        quantized=quantized,
+        steps=artifact.output_scales,
+        quantized_reference=artifact.quantized_reference() if quantized else None,
+        sensitivity=artifact.sensitivity,
+        allowance=recipe.step_allowance,
+    )
+
+
+def judge(
+    built: BuiltCase,
+    spec: DeviceSpec,
+    recipe: Recipe,
+    artifact: Artifact,
+    reference: Reference,
+    seen: Observation,
+    arrays_path: Path,
+) -> CheckResult:
+    """Every check of one run: target, kernels, partition, quantization, budgets."""
+    case = built.case
+    facts = program_facts(recipe, artifact)
+    rules = outputs.CaseRules(
+        override=case.tolerance,
+        classifier=case.classifier,
+        labels=built.labels.numpy() if built.labels is not None else None,
+        max_accuracy_drop=case.max_accuracy_drop,
+    )
+    partition = artifact.details.get("partition")
+    report = PartitionReport.from_dict(partition) if partition else None
+    latency = budgets.latency_stats(seen.timings_us, seen.timing)
+    budget = budgets.budget_for(case, spec, recipe.name)
+    target = (
+        [not_judged(Question.TARGET, "outputs", seen.not_the_model)]
+        if seen.not_the_model
+        else outputs.target_checks(reference.outputs, seen.outputs, facts, rules)
+    )
+    checks: list[Check] = [
+        *target,
+        *_kernel_checks(report, case.missing_kernels, seen.device_kernels),
+        *_partition_checks(report, case.expected_fallback_for(spec.name, recipe.name)),
+        *outputs.quantization_checks(reference.outputs, facts, rules),
+    ]
+    latency_check = budgets.latency_check(budget, latency, reference.beside)
+    if latency_check is not None:
+        checks.append(latency_check)
+    checks += budgets.counter_checks(seen.counters, case, spec, recipe.name, artifact.size)
+    return CheckResult(
+        case=case.name,
+        target=spec.name,
+        recipe=recipe.name,
+        numerics=recipe.numerics,
+        artifact=artifact,
+        arrays_path=arrays_path,
+        checks=tuple(checks),
+        metrics=summary_metrics(reference.outputs, seen.outputs, _top1(checks)),
+        latency=latency,
+        eager_latency=reference.beside or reference.latency,
+        budget=budget,
+        counters=seen.counters,
+        deploy_bytes=seen.deploy_bytes,
+        log=seen.log,
+        target_info=seen.target_info,
+        partition=partition,
+    )
+
+
+def _top1(checks: list[Check]) -> float | None:
+    for check in checks:
+        if check.question is Question.TARGET and "top1_agreement" in check.observed:
+            value = check.observed["top1_agreement"]
+            return float(value) if isinstance(value, (int, float)) else None
+    return None
+
+
+def summary_metrics(
+    eager: tuple[Array, ...], seen: tuple[Array, ...], top1: float | None = None
+) -> Metrics | None:
+    """The target against eager, worst over outputs (top-1: the target check's): for tables,
+    not for verdicts."""
+    if outputs.structure_problems(eager, seen) or not eager:
+        return None
+    each = [measure(e, o) for e, o in zip(eager, seen, strict=True)]
+    return Metrics(
+        max_abs=max(m.max_abs for m in each),
+        max_rel=max(
+            m.max_abs / m.peak if m.peak else (0.0 if m.max_abs == 0 else np.inf) for m in each
+        ),
+        mean_abs=max(m.mean_abs for m in each),
+        sqnr_db=min(m.sqnr_db for m in each),
+        cosine=min(m.cosine for m in each),
+        top1=top1,
+    )
+
+
+def _kernel_checks(
+    report: PartitionReport | None, expected: Mapping[str, str], ran_device_kernels: bool
+) -> list[Check]:
+    """A stand-in ran the CPU part on PyTorch's kernels; the device's runtime needs its own."""
+    if report is None or ran_device_kernels:
+        return []
+    missing = report.missing_kernels
+    unexpected = [op for op in missing if short_name(op.replace("::", ".")) not in expected]
+    if unexpected:
+        return [
+            failed(
+                Question.KERNELS,
+                "CPU kernels",
+                f"the device's runtime has no kernel for {', '.join(unexpected)} (ExecuTorch's "
+                "portable and quantized kernel libraries lack it): the .pte would not load on "
+                "the device",
+                basis="set Case(missing_kernels={op: reason}) if this is expected",
+            )
+        ]
+    reasons = "; ".join(f"{op}: {expected[short_name(op.replace('::', '.'))]}" for op in missing)
+    return [
+        judged(
+            Question.KERNELS,
+            "CPU kernels",
+            {"missing_unexpected": 0.0},
+            [],
+            basis=f"expected by the case: {reasons}"
+            if missing
+            else "every CPU operator has a kernel in ExecuTorch's portable and quantized libraries",
+        )
+    ]
+
+
+def _partition_checks(
+    report: PartitionReport | None, expected: frozenset[str] | None
+) -> list[Check]:
+    if report is None or expected is None:
+        return []
+    problems = judge_partition(report, expected)
+    if problems:
+        return [failed(Question.PARTITION, "CPU fallback", "; ".join(problems))]
+    what = "fully delegated" if not expected else "fallback " + ", ".join(sorted(expected))
+    return [
+        judged(
+            Question.PARTITION,
+            "CPU fallback",
+            {"fallbacks": float(report.fallback_count)},
+            [],
+            basis=f"the case expects {what}: {report.describe()}",
+        )
+    ]

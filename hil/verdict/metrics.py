@@ -1,0 +1,133 @@
+"""Per-output numbers: how far one output array is from its reference, in its own units.
+
+Every output is measured on its own (a model's logits and its auxiliary head have different
+ranges and steps), in float64 so the measurement adds no rounding of its own. Where the output
+has a quantization step, the error is also counted in steps: the largest, the mean signed error
+(a bias: a zero point off by one shows as 1.0 while rounding flips average out), and the share of
+elements that differ by a step or more.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from hil.arrays import Array
+
+STEP_DIGITS = 4  # steps are counted to 1e-4: finer is the float32 rounding of dequantized values
+
+
+@dataclass(frozen=True)
+class OutputMetrics:
+    """One output against its reference."""
+
+    max_abs: float  # inf when the output has NaN or inf where the reference is finite
+    mean_abs: float
+    sqnr_db: float
+    cosine: float
+    peak: float  # largest |reference|
+    nonfinite: int  # elements that are NaN or infinite where the reference is not
+    step: float | None = None  # the output's quantization step, when it has one
+    max_steps: float | None = None
+    bias_steps: float | None = None  # mean signed error, in steps
+    off_fraction: float | None = None  # share of elements off by half a step or more
+
+    def get(self, name: str) -> float | None:
+        value: float | None = getattr(self, name)
+        return value
+
+
+def sqnr_db(reference: Array, error: Array) -> float:
+    signal = float(np.sum(reference**2))
+    noise = float(np.sum(error**2))
+    if noise == 0.0:
+        return math.inf
+    if signal == 0.0:
+        return -math.inf
+    return 10.0 * math.log10(signal / noise)
+
+
+def cosine(reference: Array, output: Array) -> float:
+    a, b = reference.ravel(), output.ravel()
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 and nb == 0.0:
+        return 1.0
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(np.dot(a, b) / (na * nb))
+
+
+def measure(reference: Array, output: Array, step: float | None = None) -> OutputMetrics:
+    """`output` against `reference` (same shape); in steps too when `step` is given.
+
+    Positions where both are the same non-finite value (eager's own NaN or inf, reproduced)
+    count as equal; a non-finite value anywhere else makes the error infinite.
+    """
+    ref = reference.astype(np.float64)
+    out = output.astype(np.float64)
+    same_special = ~np.isfinite(ref) & ((ref == out) | (np.isnan(ref) & np.isnan(out)))
+    ref = np.where(same_special, 0.0, ref)
+    out = np.where(same_special, 0.0, out)
+    nonfinite = int(np.count_nonzero(~np.isfinite(out) | ~np.isfinite(ref)))
+    if nonfinite:
+        return OutputMetrics(
+            math.inf,
+            math.inf,
+            -math.inf,
+            0.0,
+            _peak(ref),
+            nonfinite,
+            step,
+            math.inf if step else None,
+            math.inf if step else None,
+            1.0 if step else None,
+        )
+    error = out - ref
+    size = error.size
+    max_abs = float(np.max(np.abs(error))) if size else 0.0
+    metrics = OutputMetrics(
+        max_abs=max_abs,
+        mean_abs=float(np.mean(np.abs(error))) if size else 0.0,
+        sqnr_db=sqnr_db(ref, error),
+        cosine=cosine(ref, out),
+        peak=_peak(ref),
+        nonfinite=0,
+    )
+    if not step:
+        return metrics
+    in_steps = error / step
+    return replace(
+        metrics,
+        step=step,
+        # dequantized values carry float32 rounding (up to ~2e-5 of a step at int8's extremes)
+        max_steps=round(max_abs / step, STEP_DIGITS),
+        bias_steps=float(np.mean(in_steps)) if size else 0.0,
+        off_fraction=float(np.mean(np.abs(in_steps) >= 0.5)) if size else 0.0,
+    )
+
+
+def _peak(reference: Array) -> float:
+    finite = reference[np.isfinite(reference)]
+    return float(np.max(np.abs(finite))) if finite.size else 0.0
+
+
+def range_step(reference: Array) -> float:
+    """The step an int8 observer would choose for the reference's range: (max - min) / 255."""
+    finite = reference[np.isfinite(reference)].astype(np.float64)
+    return float(np.max(finite) - np.min(finite)) / 255.0 if finite.size else 0.0
+
+
+def top1_agreement(reference: Array, output: Array, margin: float) -> float:
+    """Share of rows (all leading dims) whose output's arg-max class is one the reference
+    ranks within `margin` of its own top: classes closer than that cannot be told apart at
+    the comparison's resolution, so choosing either agrees."""
+    if reference.ndim == 0 or reference.shape[-1] == 0:
+        return 1.0
+    ref = reference.reshape(-1, reference.shape[-1]).astype(np.float64)
+    out = output.reshape(-1, output.shape[-1]).astype(np.float64)
+    chosen = np.argmax(out, axis=-1)
+    best = np.max(ref, axis=-1)
+    picked = ref[np.arange(len(ref)), chosen]
+    return float(np.mean(picked >= best - margin))

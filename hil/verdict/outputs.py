@@ -1,0 +1,235 @@
+"""The two questions about a run's outputs, each output judged on its own.
+
+    target right?        float program: the target against eager PyTorch (tight)
+                         quantized program: the target against the quantized PyTorch model, in
+                         the output's quantization steps (the backend's allowance plus the
+                         model's rounding sensitivity)
+    quantization good?   quantized program: the quantized PyTorch model against eager (SQNR,
+                         cosine; top-1 and labelled accuracy for classifiers)
+
+Pure functions of arrays and facts; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hil.arrays import Array
+from hil.artifacts.parts import OutputSensitivity
+from hil.verdict import tolerances
+from hil.verdict.checks import Check, Limit, Question, failed, judged, not_judged
+from hil.verdict.metrics import OutputMetrics, measure, range_step, top1_agreement
+from hil.verdict.tolerances import StepAllowance, Tolerance, ToleranceOverride
+
+EAGER = "eager PyTorch"
+QUANTIZED = "the quantized PyTorch model"
+
+
+@dataclass(frozen=True)
+class ProgramFacts:
+    """What the artifact says about the program's outputs."""
+
+    numerics: str  # the recipe's: fp32, int8, a16w8
+    quantized: bool  # the program quantizes something at run time
+    steps: tuple[float | None, ...] = ()  # each output's quantization step (None: float)
+    quantized_reference: tuple[Array, ...] | None = None
+    sensitivity: tuple[OutputSensitivity | None, ...] = ()
+    allowance: StepAllowance | None = None
+
+    def step(self, index: int) -> float | None:
+        return self.steps[index] if index < len(self.steps) else None
+
+    def sensitivity_of(self, index: int) -> OutputSensitivity | None:
+        return self.sensitivity[index] if index < len(self.sensitivity) else None
+
+
+@dataclass(frozen=True)
+class CaseRules:
+    """What the case adds to the defaults."""
+
+    override: ToleranceOverride | None = None
+    classifier: bool = False
+    labels: Array | None = None
+    max_accuracy_drop: float | None = None
+
+
+def structure_problems(reference: Sequence[Array], outputs: Sequence[Array]) -> list[str]:
+    """Differences in count, shape or dtype that make any metric meaningless."""
+    if len(reference) != len(outputs):
+        return [f"the target returned {len(outputs)} outputs, {EAGER} {len(reference)}"]
+    problems = []
+    for i, (r, o) in enumerate(zip(reference, outputs, strict=True)):
+        if r.shape != o.shape:
+            problems.append(f"output {i} has shape {tuple(o.shape)}, {EAGER} {tuple(r.shape)}")
+        elif r.dtype != o.dtype:
+            problems.append(f"output {i} has dtype {o.dtype}, {EAGER} {r.dtype}")
+    return problems
+
+
+def _observed(metrics: OutputMetrics) -> dict[str, float | None]:
+    return {k: v for k, v in metrics.__dict__.items() if v is not None}
+
+
+def _is_float(array: Array) -> bool:
+    return bool(np.issubdtype(array.dtype, np.floating))
+
+
+def target_checks(
+    eager: Sequence[Array], outputs: Sequence[Array], facts: ProgramFacts, rules: CaseRules
+) -> list[Check]:
+    """Is the target right? One check per output (plus labelled accuracy for float programs)."""
+    problems = structure_problems(eager, outputs)
+    if problems:
+        return [failed(Question.TARGET, "outputs", "; ".join(problems))]
+    if not facts.quantized:
+        checks = [
+            _float_check(i, e, o, rules, EAGER)
+            for i, (e, o) in enumerate(zip(eager, outputs, strict=True))
+        ]
+        if rules.labels is not None and rules.max_accuracy_drop is not None:
+            checks.append(_accuracy(Question.TARGET, eager[0], outputs[0], rules, "the target"))
+        return checks
+    reference = facts.quantized_reference
+    if reference is None or structure_problems(eager, reference):
+        cause = (
+            "the artifact holds no outputs of the quantized PyTorch model to compare with"
+            if reference is None
+            else "the stored quantized-model outputs do not match eager's in count or shape"
+        )
+        return [
+            not_judged(Question.TARGET, f"output {i}", cause, reference=QUANTIZED)
+            for i in range(len(outputs))
+        ]
+    return [
+        _quantized_check(i, q, o, facts, rules)
+        for i, (q, o) in enumerate(zip(reference, outputs, strict=True))
+    ]
+
+
+def _float_check(index: int, ref: Array, out: Array, rules: CaseRules, against: str) -> Check:
+    metrics = measure(ref, out)
+    tolerance = tolerances.float_target(metrics.peak, ref.dtype == np.float16, rules.override)
+    observed = _observed(metrics)
+    limits = list(tolerance.limits)
+    if rules.classifier and index == 0 and _is_float(ref):
+        margin = 2.0 * (tolerance.max_abs or 0.0)
+        observed["top1_agreement"] = top1_agreement(ref, out, margin)
+        limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
+    return judged(
+        Question.TARGET,
+        f"output {index}",
+        observed,
+        limits,
+        reference=against,
+        basis=tolerance.basis,
+    )
+
+
+def _quantized_check(
+    index: int, ref: Array, out: Array, facts: ProgramFacts, rules: CaseRules
+) -> Check:
+    """Steps of the output's own scale from the quantized model; an output the quantizer left
+    in float (or an integer output) is held to the float rule against the quantized model."""
+    step = facts.step(index)
+    if not _is_float(ref):
+        return _float_check(index, ref, out, rules, QUANTIZED)
+    origin = f"the quantizer's output step {step:.4g}" if step else ""
+    if not step:
+        step = range_step(ref)
+        origin = f"the range-derived step {step:.4g} (the quantizer left this output in float)"
+    if not step:  # a constant output: any difference is a whole range off
+        return _float_check(index, ref, out, rules, QUANTIZED)
+    metrics = measure(ref, out, step)
+    sensitivity = facts.sensitivity_of(index) if facts.step(index) else None
+    allowance = facts.allowance or tolerances.DEFAULT_ALLOWANCE
+    tolerance = tolerances.quantized_target(allowance, sensitivity, origin, rules.override)
+    observed = _observed(metrics)
+    limits = list(tolerance.limits)
+    if rules.classifier and index == 0:
+        margin = 2.0 * (tolerance.get("max_steps") or 0.0) * step
+        observed["top1_agreement"] = top1_agreement(ref, out, margin)
+        limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
+    return judged(
+        Question.TARGET,
+        f"output {index}",
+        observed,
+        limits,
+        reference=QUANTIZED,
+        basis=tolerance.basis,
+    )
+
+
+def quantization_checks(
+    eager: Sequence[Array], facts: ProgramFacts, rules: CaseRules
+) -> list[Check]:
+    """Is the quantization good enough? The quantized PyTorch model against eager, per output."""
+    if not facts.quantized:
+        return []
+    reference = facts.quantized_reference
+    if reference is None or structure_problems(eager, reference):
+        return [
+            not_judged(
+                Question.QUANTIZATION,
+                "outputs",
+                "the artifact holds no usable outputs of the quantized PyTorch model",
+                reference=EAGER,
+            )
+        ]
+    tolerance = tolerances.quantization(facts.numerics, rules.override)
+    checks = []
+    for index, (e, q) in enumerate(zip(eager, reference, strict=True)):
+        if not _is_float(e):
+            continue  # an integer output is not quantized: the target check holds it exactly
+        checks.append(_quantization_check(index, e, q, facts, rules, tolerance))
+    if rules.labels is not None and rules.max_accuracy_drop is not None:
+        checks.append(_accuracy(Question.QUANTIZATION, eager[0], reference[0], rules, QUANTIZED))
+    return checks
+
+
+def _quantization_check(
+    index: int, e: Array, q: Array, facts: ProgramFacts, rules: CaseRules, tolerance: Tolerance
+) -> Check:
+    metrics = measure(e, q)
+    observed = _observed(metrics)
+    limits = list(tolerance.limits)
+    if rules.classifier and index == 0:
+        step = facts.step(index) or range_step(e)
+        observed["top1_agreement"] = top1_agreement(e, q, step)
+        limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
+    return judged(
+        Question.QUANTIZATION,
+        f"output {index}",
+        observed,
+        limits,
+        reference=EAGER,
+        basis=tolerance.basis,
+    )
+
+
+def _accuracy(
+    question: Question, eager: Array, judged_logits: Array, rules: CaseRules, who: str
+) -> Check:
+    """Labelled accuracy of `judged_logits` may drop at most max_accuracy_drop below eager's."""
+    assert rules.labels is not None and rules.max_accuracy_drop is not None
+    labels = rules.labels.reshape(-1)
+
+    def correct(logits: Array) -> float:
+        predicted = np.argmax(logits.reshape(len(labels), -1), axis=-1)
+        return float(np.mean(predicted == labels))
+
+    eager_accuracy, accuracy = correct(eager), correct(judged_logits)
+    return judged(
+        question,
+        "accuracy",
+        {
+            "accuracy": accuracy,
+            "eager_accuracy": eager_accuracy,
+            "accuracy_drop": eager_accuracy - accuracy,
+        },
+        [Limit("accuracy_drop", "<=", rules.max_accuracy_drop)],
+        reference=f"{EAGER} on {len(labels)} labelled inputs",
+        basis=f"the case's max_accuracy_drop {rules.max_accuracy_drop:g} for {who}",
+    )

@@ -1,0 +1,244 @@
+"""CheckResult: everything one (case, target, recipe) check found, and its verdict.
+
+The verdict is read off the checks, the first failing question winning:
+
+    MISMATCH           the target's outputs are wrong (against eager, or the quantized model)
+    MISSING KERNEL     the device's runtime has no kernel for an operator of the program
+    PARTITION          the accelerator did not take what the case expects
+    POOR QUANTIZATION  the quantized model itself is too far from eager: the model's problem
+    OVER BUDGET        latency, a counter or memory over its budget
+    NOT JUDGED         nothing failed, but something that applies could not be judged
+    PASS               every check that applies was judged and held
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from hil.cache import Artifact
+from hil.errors import (
+    BudgetExceeded,
+    CheckFailed,
+    MissingKernel,
+    NotJudged,
+    OutputMismatch,
+    PartitionMismatch,
+    QuantizationLoss,
+)
+from hil.verdict.budgets import Budget, LatencyStats
+from hil.verdict.checks import Check, Question, Status, json_number
+
+RECORD_VERSION = 2
+
+# question -> (verdict, error class, headline), in the order verdicts are decided
+_FAILURES: tuple[tuple[Question, str, type[CheckFailed], str], ...] = (
+    (Question.TARGET, "MISMATCH", OutputMismatch, "the target's outputs are wrong"),
+    (Question.KERNELS, "MISSING KERNEL", MissingKernel, "the device cannot run the program"),
+    (Question.PARTITION, "PARTITION", PartitionMismatch, "the partition differs from the case's"),
+    (
+        Question.QUANTIZATION,
+        "POOR QUANTIZATION",
+        QuantizationLoss,
+        "the quantized model is too far from eager PyTorch (the model's quantization, not the "
+        "target)",
+    ),
+    (Question.BUDGET, "OVER BUDGET", BudgetExceeded, "over budget"),
+)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The target against eager PyTorch, worst over outputs: what the summary tables show."""
+
+    max_abs: float
+    max_rel: float
+    mean_abs: float
+    sqnr_db: float
+    cosine: float
+    top1: float | None = None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    case: str
+    target: str
+    recipe: str
+    numerics: str
+    artifact: Artifact
+    arrays_path: Path
+    checks: tuple[Check, ...]
+    metrics: Metrics | None = None  # None when the outputs' structure did not match eager's
+    latency: LatencyStats | None = None
+    eager_latency: LatencyStats | None = None
+    budget: Budget | None = None
+    counters: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    deploy_bytes: int = 0  # bytes that crossed the link to the target for this check
+    log: str = ""
+    target_info: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    partition: Mapping[str, Any] | None = None
+
+    # -- reading the checks ------------------------------------------------------------------
+
+    def of(self, question: Question) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.question is question)
+
+    @property
+    def failed_checks(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.status is Status.FAIL)
+
+    @property
+    def unjudged(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.status is Status.NOT_JUDGED)
+
+    @property
+    def verdict(self) -> str:
+        for question, verdict, _, _ in _FAILURES:
+            if any(c.failed for c in self.of(question)):
+                return verdict
+        return "NOT JUDGED" if self.unjudged else "PASS"
+
+    @property
+    def passed(self) -> bool:
+        """Every check that applies was judged and held (NOT JUDGED is not a pass)."""
+        return self.verdict == "PASS"
+
+    @property
+    def outputs_ok(self) -> bool:
+        return not any(c.failed for c in self.of(Question.TARGET))
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        return f"{self.case} on {self.target} [{self.recipe}]"
+
+    def failure_message(self) -> str | None:
+        """Which question failed, each failing check's numbers and limits, and the array file."""
+        for question, _, _, headline in _FAILURES:
+            failing = [c for c in self.of(question) if c.failed]
+            if not failing:
+                continue
+            lines = [f"{self._where()}: {headline} ({question.title})"]
+            for check in failing:
+                lines.append(f"  {check.describe()}")
+                if check.basis:
+                    lines.append(f"    limits: {check.basis}")
+            if question in (Question.TARGET, Question.QUANTIZATION):
+                lines.append(
+                    f"  full arrays (inputs, eager, quantized model, target): {self.arrays_path}"
+                )
+            return "\n".join(lines)
+        return None
+
+    def not_judged_message(self) -> str | None:
+        if not self.unjudged:
+            return None
+        return f"{self._where()}: NOT JUDGED: " + "; ".join(
+            f"{c.subject}: {c.cause}" for c in self.unjudged
+        )
+
+    def raise_for_failures(self, *, require_judged: bool = False) -> None:
+        """Raise the first failing question's CheckFailed; with `require_judged`, NotJudged when
+        something that applies could not be judged."""
+        for question, _, error, _ in _FAILURES:
+            if any(c.failed for c in self.of(question)):
+                message = self.failure_message()
+                assert message is not None
+                raise error(message)
+        if require_judged and self.unjudged:
+            raise NotJudged(
+                self.not_judged_message() or "",
+                fix="make the target report what the budget needs, or drop the budget for it",
+            )
+
+    # -- the record ----------------------------------------------------------------------------
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-able summary (what the terminal table, reports and xdist workers exchange)."""
+        return {
+            "version": RECORD_VERSION,
+            "case": self.case,
+            "target": self.target,
+            "recipe": self.recipe,
+            "numerics": self.numerics,
+            "verdict": self.verdict,
+            "checks": [c.to_record() for c in self.checks],
+            "not_judged": [c.describe() for c in self.unjudged],
+            "failure": self.failure_message() or self.not_judged_message(),
+            "metrics": _finite(self.metrics.__dict__) if self.metrics else None,
+            "quantized_agreement": self._agreement(),
+            "latency": dict(self.latency.__dict__) if self.latency else None,
+            "eager_latency": dict(self.eager_latency.__dict__) if self.eager_latency else None,
+            "budget": self._budget_record(),
+            "budget_breaches": [c.describe() for c in self.of(Question.BUDGET) if c.failed],
+            "counters": dict(self.counters),
+            "artifact": {
+                "sha256": self.artifact.sha256,
+                "size": self.artifact.size,
+                "path": str(self.artifact.pte_path),
+                "exported_now": self.artifact.exported_now,
+                "export_seconds": self.artifact.export_seconds,
+                "rebuilt_because": self.artifact.rebuilt_because,
+                "details": dict(self.artifact.details),
+            },
+            "arrays": str(self.arrays_path),
+            "deploy_bytes": self.deploy_bytes,
+            "target_info": dict(self.target_info),
+            "partition": dict(self.partition) if self.partition else None,
+            "partition_problems": [
+                c.cause for c in self.of(Question.PARTITION) if c.failed and c.cause
+            ],
+            "margin": json_number(self.margin()),
+        }
+
+    def _budget_record(self) -> dict[str, Any] | None:
+        if self.budget is None:
+            return None
+        return {
+            "limit_ms": self.budget.limit_ms,
+            "limit": self.budget.limit,
+            "kind": self.budget.kind.value,
+            "statistic": self.budget.statistic,
+            "source": self.budget.source,
+        }
+
+    def _agreement(self) -> dict[str, Any] | None:
+        """The target against the quantized model, worst over outputs (for the NPU tables)."""
+        judged = [c for c in self.of(Question.TARGET) if c.reference.startswith("the quantized")]
+        steps = [c.observed.get("max_steps") for c in judged if c.judged]
+        if not judged or any(s is None for s in steps):
+            return None
+        worst = max(float(s) for s in steps if s is not None)
+        limit = min(
+            (lim.value for c in judged for lim in c.limits if lim.metric == "max_steps"),
+            default=None,
+        )
+        statement = (
+            "bit-exact"
+            if worst == 0
+            else ("within 1 step" if worst <= 1.0 else f"{worst:.1f} steps")
+        )
+        return {"statement": statement, "steps": worst, "limit_steps": limit}
+
+    def margin(self) -> float | None:
+        """How much of its error tolerance the target used, worst over outputs (1.0: at the
+        limit): max |error| over its limit, or steps over the step limit."""
+        shares = []
+        for check in self.of(Question.TARGET):
+            for limit in check.limits:
+                value = check.observed.get(limit.metric)
+                if limit.metric in ("max_abs", "max_steps") and isinstance(value, (int, float)):
+                    shares.append(value / limit.value if limit.value else math.inf)
+        return max(shares, default=None)
+
+
+def _finite(values: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON has no infinity: an exact match's SQNR is written as the string 'inf'."""
+    return {
+        k: ("inf" if isinstance(v, float) and math.isinf(v) and v > 0 else v)
+        for k, v in values.items()
+    }

@@ -1,0 +1,86 @@
+"""Rounding sensitivity: how far a quantized model's outputs move when ties break otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from hil.case import Case
+from hil.recipes import rounding
+from hil.recipes.lowering import output_scales, run_reference
+from hil.recipes.quantized import prepare
+
+
+def quantized(model: nn.Module, *inputs: torch.Tensor) -> torch.fx.GraphModule:
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
+
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config())
+    built = Case("q", lambda: model, lambda: inputs).build()
+    prepared = prepare(built, quantizer)
+    with torch.no_grad():
+        prepared(*inputs)
+    converted: torch.fx.GraphModule = convert_pt2e(prepared)
+    return converted
+
+
+@pytest.fixture(scope="module")
+def deep() -> tuple[torch.fx.GraphModule, tuple[torch.Tensor, ...]]:
+    torch.manual_seed(0)
+    layers: list[nn.Module] = []
+    for _ in range(6):
+        conv = nn.Conv2d(8, 8, 3, padding=1)
+        with torch.no_grad():
+            conv.weight *= 3.0  # a gain above one per layer, as trained networks have
+        layers += [conv, nn.ReLU()]
+    model = nn.Sequential(*layers).eval()
+    x = (torch.randn(1, 8, 12, 12),)
+    return quantized(model, *x), x
+
+
+def test_a_single_layer_moves_by_one_tie_at_most() -> None:
+    torch.manual_seed(0)
+    x = (torch.randn(1, 4, 8, 8),)
+    module = quantized(nn.Conv2d(4, 4, 3).eval(), *x)
+    reference = run_reference(module, x)
+    (moved,) = rounding.sensitivity(module, x, reference, output_scales(module))
+    assert moved is not None and moved.runs == rounding.RUNS
+    assert moved.max_steps <= 1.0 and moved.off_fraction < 0.1
+
+
+def test_ties_compound_through_depth(deep: tuple[torch.fx.GraphModule, tuple[torch.Tensor, ...]]) -> None:
+    module, x = deep
+    reference = run_reference(module, x)
+    (moved,) = rounding.sensitivity(module, x, reference, output_scales(module))
+    assert moved is not None and moved.max_steps >= 2.0  # one flip early grows with depth
+
+
+def test_the_runs_are_seeded(deep: tuple[torch.fx.GraphModule, tuple[torch.Tensor, ...]]) -> None:
+    module, x = deep
+    reference = run_reference(module, x)
+    scales = output_scales(module)
+    assert rounding.sensitivity(module, x, reference, scales) == rounding.sensitivity(
+        module, x, reference, scales)
+
+
+def test_weights_are_never_nudged_and_activations_are_counted() -> None:
+    torch.manual_seed(0)
+    x = (torch.randn(1, 4, 8, 8),)
+    module = quantized(nn.Conv2d(4, 4, 3).eval(), *x)
+    assert rounding.runtime_quantizers(module) == 2  # the input and the output, not the weight
+    float_graph = torch.export.export(nn.ReLU(), x).module()
+    assert rounding.runtime_quantizers(float_graph) == 0
+
+
+def test_outputs_without_a_step_have_no_sensitivity() -> None:
+    torch.manual_seed(0)
+    x = (torch.randn(1, 4, 8, 8),)
+    module = quantized(nn.Conv2d(4, 4, 3).eval(), *x)
+    reference = run_reference(module, x)
+    assert rounding.sensitivity(module, x, reference, (None,)) == (None,)
+    assert np.isfinite(reference[0]).all()

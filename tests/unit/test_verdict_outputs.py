@@ -1,0 +1,153 @@
+"""The two questions about outputs, each output judged on its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hil.artifacts.parts import OutputSensitivity
+from hil.verdict.checks import Question, Status
+from hil.verdict.outputs import CaseRules, ProgramFacts, quantization_checks, target_checks
+from hil.verdict.tolerances import (
+    INT8_MIN_SQNR_DB,
+    StepAllowance,
+    ToleranceOverride,
+)
+
+ALLOWANCE = StepAllowance(1.0, 0.02, "one rounding flip (test)")
+STEP = 0.05
+RNG = np.random.default_rng(0)
+EAGER = (RNG.normal(size=(1, 64)).astype(np.float32),)
+QUANTIZED = (np.round(EAGER[0] / STEP) * STEP,)  # the quantized model: eager on its grid
+
+
+def int8(
+    quantized: tuple[np.ndarray, ...] | None = QUANTIZED,
+    steps: tuple[float | None, ...] = (STEP,),
+    sensitivity: tuple[OutputSensitivity | None, ...] = (),
+) -> ProgramFacts:
+    return ProgramFacts("int8", True, steps, quantized, sensitivity, ALLOWANCE)
+
+
+def only(checks: list, question: Question = Question.TARGET):  # type: ignore[no-untyped-def,type-arg]
+    found = [c for c in checks if c.question is question]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_quantized_target_is_held_to_the_quantized_model_in_its_steps() -> None:
+    right = only(target_checks(EAGER, QUANTIZED, int8(), CaseRules()))
+    assert right.status is Status.PASS and right.reference == "the quantized PyTorch model"
+    one_flip = (QUANTIZED[0].copy(),)
+    one_flip[0][0, 3] += STEP
+    assert only(target_checks(EAGER, one_flip, int8(), CaseRules())).status is Status.PASS
+    two_steps = (QUANTIZED[0] + np.where(np.arange(64) == 5, 2 * STEP, 0).astype(np.float32),)
+    wrong = only(target_checks(EAGER, two_steps, int8(), CaseRules()))
+    assert wrong.status is Status.FAIL
+    assert [b.metric for b in wrong.breaches] == ["max_steps"]
+    assert "backend allowance 1 step(s) (one rounding flip (test))" in wrong.basis
+
+
+def test_a_zero_point_off_by_one_fails_by_the_share_of_elements_off() -> None:
+    shifted = (QUANTIZED[0] + STEP,)  # every element one step up: within 1 step, but all off
+    check = only(target_checks(EAGER, shifted, int8(), CaseRules()))
+    assert check.status is Status.FAIL
+    assert [b.metric for b in check.breaches] == ["off_fraction"]
+
+
+def test_the_models_rounding_sensitivity_widens_the_limit() -> None:
+    moved = (QUANTIZED[0] + np.where(np.arange(64) < 8, 4 * STEP, 0).astype(np.float32),)
+    tight = only(target_checks(EAGER, moved, int8(), CaseRules()))
+    assert tight.status is Status.FAIL
+    sensitive = int8(sensitivity=(OutputSensitivity(max_steps=5.0, off_fraction=0.2, runs=8),))
+    wide = only(target_checks(EAGER, moved, sensitive, CaseRules()))
+    assert wide.status is Status.PASS, wide.describe()
+    assert "rounding sensitivity 5 step(s), 20.0% of elements" in wide.basis
+
+
+def test_each_output_is_judged_in_its_own_steps() -> None:
+    eager = (EAGER[0], EAGER[0] * 100)
+    quantized = (QUANTIZED[0], np.round(eager[1] / 5.0) * 5.0)
+    off = (quantized[0] + np.where(np.arange(64) == 0, 3 * STEP, 0).astype(np.float32), quantized[1])
+    checks = target_checks(eager, off, int8(quantized, (STEP, 5.0)), CaseRules())
+    assert [c.status for c in checks] == [Status.FAIL, Status.PASS]  # not the worst scale
+
+
+def test_without_the_quantized_models_outputs_nothing_is_judged() -> None:
+    check = only(target_checks(EAGER, QUANTIZED, int8(quantized=None), CaseRules()))
+    assert check.status is Status.NOT_JUDGED
+    assert "no outputs of the quantized PyTorch model" in check.cause
+
+
+def test_an_output_the_quantizer_left_in_float_counts_range_derived_steps() -> None:
+    check = only(target_checks(EAGER, QUANTIZED, int8(steps=(None,)), CaseRules()))
+    assert check.status is Status.PASS and "range-derived step" in check.basis
+
+
+def test_a16w8_is_judged_in_its_own_16_bit_steps() -> None:
+    step16 = 2.0**-12
+    quantized = (np.round(EAGER[0] / step16) * step16,)
+    facts = ProgramFacts("a16w8", True, (step16,), quantized, (), ALLOWANCE)
+    off = (quantized[0] + np.where(np.arange(64) == 1, 3 * step16, 0).astype(np.float32),)
+    check = only(target_checks(EAGER, off, facts, CaseRules()))
+    assert check.status is Status.FAIL  # 3 of its own steps, far below one int8 step
+    assert check.observed["max_steps"] == pytest.approx(3.0)
+
+
+def test_a_float_program_is_held_tightly_to_eager() -> None:
+    facts = ProgramFacts("fp32", False)
+    close = (EAGER[0] + 1e-7,)
+    assert only(target_checks(EAGER, close, facts, CaseRules())).status is Status.PASS
+    off = (EAGER[0] * 1.01,)  # a 1 % gain error
+    check = only(target_checks(EAGER, off, facts, CaseRules()))
+    assert check.status is Status.FAIL and check.reference == "eager PyTorch"
+
+
+def test_an_int8_recipe_that_quantized_nothing_is_judged_as_float() -> None:
+    facts = ProgramFacts("int8", False, (None,), None)
+    check = only(target_checks(EAGER, (EAGER[0] * 1.001,), facts, CaseRules()))
+    assert check.status is Status.FAIL and check.reference == "eager PyTorch"
+
+
+def test_structure_problems_fail_the_target() -> None:
+    check = only(target_checks(EAGER, (EAGER[0].reshape(64, 1),), int8(), CaseRules()))
+    assert check.status is Status.FAIL and "shape (64, 1)" in check.cause
+
+
+def test_quantization_is_judged_against_eager_by_sqnr_and_cosine() -> None:
+    good = only(quantization_checks(EAGER, int8(), CaseRules()), Question.QUANTIZATION)
+    assert good.status is Status.PASS and good.reference == "eager PyTorch"
+    assert f"SQNR >= {INT8_MIN_SQNR_DB:g} dB" in good.basis
+    noisy = (EAGER[0] + RNG.normal(scale=0.2, size=(1, 64)).astype(np.float32),)
+    poor = only(quantization_checks(EAGER, int8(noisy), CaseRules()), Question.QUANTIZATION)
+    assert poor.status is Status.FAIL and "sqnr_db" in [b.metric for b in poor.breaches]
+    override = ToleranceOverride(reason="untrained deep model", min_sqnr_db=5.0, min_cosine=0.9)
+    allowed = only(quantization_checks(EAGER, int8(noisy), CaseRules(override)), Question.QUANTIZATION)
+    assert allowed.status is Status.PASS and "case override: untrained deep model" in allowed.basis
+
+
+def test_classifiers_judge_top1_in_both_questions() -> None:
+    eager = (np.array([[0.0, 1.0, 0.2, 0.1]], np.float32),)
+    wrong_class = (np.array([[0.0, 0.2, 1.0, 0.1]], np.float32),)
+    rules = CaseRules(classifier=True)
+    facts = int8(quantized=wrong_class, steps=(0.01,))
+    check = only(quantization_checks(eager, facts, rules), Question.QUANTIZATION)
+    assert check.observed["top1_agreement"] == 0.0 and check.status is Status.FAIL
+    target = only(target_checks(eager, wrong_class, facts, rules))
+    assert target.observed["top1_agreement"] == 1.0  # the target agrees with its reference
+
+
+def test_labelled_accuracy_of_the_quantized_model_is_a_quantization_check() -> None:
+    eager = (np.eye(4, dtype=np.float32),)
+    quantized = (np.eye(4, dtype=np.float32)[[0, 1, 3, 2]],)  # two of four classes swapped
+    rules = CaseRules(labels=np.arange(4), max_accuracy_drop=0.25)
+    checks = quantization_checks(eager, int8(quantized, (0.01,)), rules)
+    accuracy = next(c for c in checks if c.subject == "accuracy")
+    assert accuracy.status is Status.FAIL and accuracy.observed["accuracy_drop"] == 0.5
+
+
+def test_the_old_int8_steps_override_is_refused_with_the_new_words() -> None:
+    with pytest.raises(ValueError, match="quantized_steps"):
+        ToleranceOverride(reason="old suite", int8_steps=16)
+    with pytest.raises(ValueError, match="needs a reason"):
+        ToleranceOverride(reason=" ")
