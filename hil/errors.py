@@ -115,6 +115,14 @@ class DeployError(TargetError):
     """The model could not be deployed (too large for the pool, disk full, no permission)."""
 
 
+class MissingOperator(DeployError):
+    """The runner's ExecuTorch build has no kernel for an operator the model calls."""
+
+    def __init__(self, message: str, *, operator: str, fix: str | None = None) -> None:
+        super().__init__(message, fix=fix)
+        self.operator = operator
+
+
 class TargetStateError(TargetError):
     """A target method was called in a lifecycle state that does not allow it."""
 
