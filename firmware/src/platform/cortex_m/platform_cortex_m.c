@@ -65,6 +65,17 @@ POOL(pool_planned, HIL_POOL_PLANNED_SIZE, HIL_POOL_PLANNED_SECTION);
 POOL(pool_temp, HIL_POOL_TEMP_SIZE, HIL_POOL_TEMP_SECTION);
 POOL(pool_io, HIL_POOL_IO_SIZE, HIL_POOL_IO_SECTION);
 
+/* The board facts this build was made with, kept in the image where tools (and the test of
+ * the memory maps) can read them: UART0, the CPU clock, the NPU's base and interrupt. */
+__attribute__((used, section(".hil_facts"))) const uint32_t hil_board_facts[4] = {
+    HIL_UART0_BASE, HIL_CPU_HZ,
+#ifdef HIL_NPU_BASE
+    HIL_NPU_BASE, HIL_NPU_IRQ,
+#else
+    0, 0,
+#endif
+};
+
 int hil_platform_init(int argc, char **argv) {
     (void)argc;
     (void)argv;

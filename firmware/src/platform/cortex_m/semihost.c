@@ -13,7 +13,8 @@
 #define OPEN_MODE_RB 1 /* fopen's "rb" */
 
 #define BKPT_SEMIHOSTING 0xBEABu  /* the Thumb encoding of bkpt 0xAB */
-#define HFSR_DEBUGEVT (1u << 31)
+#define HFSR_DEBUGEVT (1u << 31) /* silicon: a debug event escalated (Armv8-M ARM) */
+#define HFSR_FORCED (1u << 30)   /* QEMU 7.2 reports the escalated bkpt as forced */
 #define DFSR_BKPT (1u << 1)
 
 static int unserved; /* a call faulted: nobody serves semihosting on this boot */
@@ -50,10 +51,13 @@ static int semihost_call(int op, const void *arg) {
 int hil_semihost_fault_recover(uint32_t *frame) {
 #ifdef HIL_SEMIHOSTING
     uint32_t pc = frame[6];
-    if ((SCB_HFSR & HFSR_DEBUGEVT) == 0 || (pc & 1u) != 0) return 0;
+    uint32_t ipsr;
+    __asm__ volatile("mrs %0, ipsr" : "=r"(ipsr));
+    uint32_t hfsr = SCB_HFSR & (HFSR_DEBUGEVT | HFSR_FORCED);
+    if ((ipsr & 0x1FFu) != 3u || hfsr == 0 || (pc & 1u) != 0) return 0; /* not a HardFault */
     if (*(const volatile uint16_t *)(uintptr_t)pc != BKPT_SEMIHOSTING) return 0;
     unserved = 1;
-    SCB_HFSR = HFSR_DEBUGEVT; /* write-one-to-clear */
+    SCB_HFSR = hfsr; /* write-one-to-clear */
     SCB_DFSR = DFSR_BKPT;
     frame[0] = (uint32_t)-1; /* the call's result in r0 */
     frame[6] = pc + 2u;      /* past the bkpt */
