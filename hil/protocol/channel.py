@@ -244,7 +244,7 @@ PORTABLE_OPTION = ("EXECUTORCH_SELECT_OPS_LIST (the selective build's operator l
 
 def missing_operator(name: str, text: str) -> MissingOperator:
     """The runner's words are `missing operator NAME: ...` (executorch_engine.cpp)."""
-    operator = text.removeprefix("missing operator ").split(":", 1)[0].split(" ", 1)[0]
+    operator = text.removeprefix("missing operator ").split(": ", 1)[0].split(" ", 1)[0]
     namespace = operator.split("::", 1)[0]
     option = KERNEL_OPTIONS.get(namespace, PORTABLE_OPTION)
     return MissingOperator(
