@@ -47,6 +47,8 @@ PRESETS: Mapping[str, tuple[str, bool]] = MappingProxyType({
     "cortex-m55": ("arm-none-eabi-gcc", False),
     "corstone-300": ("arm-none-eabi-gcc", False),
     "corstone-320": ("arm-none-eabi-gcc", False),
+    "corstone-300-board": ("arm-none-eabi-gcc", False),
+    "corstone-320-board": ("arm-none-eabi-gcc", False),
 })
 INSTALL_HINT = {
     "c++": "apt-get install g++",
