@@ -23,6 +23,7 @@ from hil.errors import (
     LinkTimeout,
     MissingOperator,
     ProtocolError,
+    RunRefused,
     TargetCrash,
 )
 from hil.protocol import messages as m
@@ -223,7 +224,9 @@ class Channel:
         if error.code == m.ERR_BAD_INPUT:
             return CaseError(what, fix="the case's inputs do not match the exported model")
         if error.code == m.ERR_RUN_FAILED:
-            return TargetCrash(what, log_tail="\n".join(self.log_lines))
+            return RunRefused(what, fix="the runtime's reason is in the log lines (often a "
+                              "kernel that does not take this dtype or memory layout)",
+                              log_tail="\n".join(self.log_lines))
         if error.code == m.ERR_NO_MODEL:
             return ProtocolError(what, fix="deploy the model first; a runner that reset "
                                  "since the last deploy holds none")

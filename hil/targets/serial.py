@@ -194,7 +194,8 @@ class SerialTarget(Target):
             cause.message if isinstance(cause, TargetCrash) else f"{type(cause).__name__}: {cause}"
         )
         where = f"; full log: {self._board.log_path}" if self._board.log_path else ""
-        return TargetCrash(
+        kind = type(cause) if isinstance(cause, TargetCrash) else TargetCrash  # keep RunRefused
+        return kind(
             f"{self.spec.name}: the runner crashed while {doing} ({state}): {reason}",
             fix="the next case starts the runner again; the log lines below show its last "
             "words" + where,
