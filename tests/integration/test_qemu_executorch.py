@@ -160,7 +160,7 @@ def test_a_corstone_runner_with_the_real_driver_boots_and_reports_the_npu_missin
                        "firmware": {"preset": preset, "defines": defines}},
     }))
     spec = DeviceRegistry.from_dirs([tmp_path]).get(f"qemu-{preset}")
-    runner, board = prepare_board(spec)
+    _, board = prepare_board(spec)
     url = board.start()
     try:
         link, client = open_link(spec, url)
