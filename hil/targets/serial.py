@@ -275,6 +275,11 @@ class SerialTarget(Target):
         counters: dict[str, float] = {"runner_clock_hz": float(times.clock_hz)}
         if times.clock_kind == m.CLOCK_CYCLES and times.ticks:
             counters["cycles_median"] = float(statistics.median(times.ticks))
+            if self.spec.connection.get("virtual") == "qemu-mps3-an547" and times.clock_hz:
+                # -icount shift=0: one instruction per ns of QEMU's virtual time, which the
+                # SysTick cycles follow at the runner's clock rate
+                counters["qemu_instructions_median"] = (
+                    counters["cycles_median"] * 1e9 / float(times.clock_hz))
         for pool in pools:
             counters[f"{pool.name}_pool_peak_bytes"] = float(pool.peak)
             counters[f"{pool.name}_pool_size_bytes"] = float(pool.size)
