@@ -58,6 +58,25 @@ def cmd_firmware_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_firmware_pools(args: argparse.Namespace) -> int:
+    """The smallest runner pools a .pte needs, as a device file's connection.firmware.defines."""
+    from hil.firmware_pools import needs_of, render
+
+    measured: dict[str, float] = {}
+    for item in args.measured or ():
+        pool, _, value = item.partition("=")
+        measured[pool.strip()] = float(int(value, 0))
+    needs = needs_of(Path(args.pte).read_bytes(), measured)
+    print(render(needs))
+    print("\nconnection:\n  firmware:\n    defines:")
+    for key, value in needs.defines(headroom=args.headroom).items():
+        print(f'      {key}: "{value}"')
+    if needs.method is None or needs.temp is None:
+        print("# method and temp: the high-water marks of a run (records.jsonl counters "
+              "method_pool_peak_bytes, temp_pool_peak_bytes); give them with --measured")
+    return 0
+
+
 def cmd_selftest(args: argparse.Namespace) -> int:
     """Bring-up checks of a serial target's runner: handshake, transfer, echo, throughput."""
     from hil.protocol.selftest import selftest
@@ -102,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--target", required=True, help="device name, e.g. vboard or pi5")
     build.add_argument("--force", action="store_true", help="rebuild even if cached")
     build.set_defaults(run=cmd_firmware_build)
+    pools = firmware_commands.add_parser(
+        "pools", help="the smallest runner pools a .pte needs (bare-metal defines)")
+    pools.add_argument("pte", help="the model (.pte)")
+    pools.add_argument("--measured", action="append", metavar="POOL=BYTES",
+                       help="a pool's high-water mark from a run (method, temp)")
+    pools.add_argument("--headroom", type=float, default=0.0,
+                       help="extra fraction on every pool (default 0: exactly the need)")
+    pools.set_defaults(run=cmd_firmware_pools)
 
     check = commands.add_parser("selftest", help="bring-up checks of a serial target's runner")
     check.add_argument("--target", required=True, help="device name, e.g. qemu-m55 or vboard")

@@ -126,8 +126,22 @@ class TargetCrash(TargetError):
         return text
 
 
+class RunRefused(TargetCrash):
+    """The runtime refused to run the model (a kernel's check failed, execute() returned an
+    error) and the runner is still alive. A TargetCrash for the session's bookkeeping (the
+    target starts afresh), named apart so a report can tell it from a fault."""
+
+
 class DeployError(TargetError):
     """The model could not be deployed (too large for the pool, disk full, no permission)."""
+
+
+class MissingOperator(DeployError):
+    """The runner's ExecuTorch build has no kernel for an operator the model calls."""
+
+    def __init__(self, message: str, *, operator: str, fix: str | None = None) -> None:
+        super().__init__(message, fix=fix)
+        self.operator = operator
 
 
 class TargetStateError(TargetError):

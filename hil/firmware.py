@@ -8,7 +8,9 @@ firmware/CMakePresets.json, optionally with extra cache variables:
       firmware: {preset: cortex-m55, defines: {HIL_DEBUG_COMMANDS: "OFF"}}
 
 The configuration hash covers the firmware sources, the preset, the defines, the compiler's
-identity and (for the ExecuTorch engine on posix) the executorch package version. It is
+identity, the executorch package version (the ExecuTorch engine on posix) and, for a bare-metal
+preset, the ExecuTorch install it links (EXECUTORCH_ROOT: its path, version file and a digest
+of its libraries and CMake exports; none without one, the echo build). It is
 compiled into the runner as its build id, so the handshake tells whether a board runs exactly
 this build, and the build lives in `<firmware dir>/<hash>/`: CI builds each configuration once.
 """
@@ -45,6 +47,8 @@ PRESETS: Mapping[str, tuple[str, bool]] = MappingProxyType({
     "cortex-m55": ("arm-none-eabi-gcc", False),
     "corstone-300": ("arm-none-eabi-gcc", False),
     "corstone-320": ("arm-none-eabi-gcc", False),
+    "corstone-300-board": ("arm-none-eabi-gcc", False),
+    "corstone-320-board": ("arm-none-eabi-gcc", False),
 })
 INSTALL_HINT = {
     "c++": "apt-get install g++",
@@ -127,9 +131,36 @@ def _source_digest() -> str:
     return digest.hexdigest()
 
 
+def bare_metal_executorch_root(config: FirmwareConfig) -> Path | None:
+    """The ExecuTorch install a bare-metal preset links: `EXECUTORCH_ROOT` from the defines,
+    else from the environment (the presets read `$env{EXECUTORCH_ROOT}`); None for the echo
+    build (unset, or HIL_ENGINE_EXECUTORCH=OFF)."""
+    if PRESETS[config.preset][1] or config.defines.get("HIL_ENGINE_EXECUTORCH") == "OFF":
+        return None
+    raw = config.defines.get("EXECUTORCH_ROOT", os.environ.get("EXECUTORCH_ROOT", ""))
+    return Path(raw).resolve() if raw else None
+
+
+def install_identity(root: Path) -> dict[str, str]:
+    """What makes one ExecuTorch install differ from another: where it is, its version file
+    and a digest of its libraries and CMake exports (a rebuilt install gets a new build id)."""
+    digest = hashlib.sha256()
+    for folder in (root / "lib",):
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
+            if path.is_file() and (path.suffix == ".a" or path.suffix == ".cmake"):
+                digest.update(str(path.relative_to(root)).encode() + b"\0")
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    version = root / "version.txt"
+    return {
+        "root": str(root),
+        "version": version.read_text().strip() if version.is_file() else "",
+        "libraries": digest.hexdigest(),
+    }
+
+
 def config_hash(config: FirmwareConfig) -> str:
     """The hash that names a build and becomes its build id."""
-    material = {
+    material: dict[str, object] = {
         "sources": _source_digest(),
         "preset": config.preset,
         "defines": dict(sorted(config.defines.items())),
@@ -137,6 +168,12 @@ def config_hash(config: FirmwareConfig) -> str:
     }
     if PRESETS[config.preset][1] and config.defines.get("HIL_ENGINE_EXECUTORCH", "ON") != "OFF":
         material["executorch"] = importlib.metadata.version("executorch")
+    root = bare_metal_executorch_root(config)
+    if root is not None:
+        material["executorch_install"] = install_identity(root)
+        driver = config.defines.get("ETHOSU_DRIVER_ROOT", os.environ.get("ETHOSU_DRIVER_ROOT", ""))
+        if driver:
+            material["ethosu_driver"] = str(Path(driver).resolve())
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
@@ -201,6 +238,9 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
         defines = {"HIL_BUILD_ID": build_id, **config.defines}
         if PRESETS[config.preset][1] and config.preset == "host":
             defines.setdefault("EXECUTORCH_ROOT", str(_executorch_root()))
+        bare_root = bare_metal_executorch_root(config)
+        if not PRESETS[config.preset][1]:  # what the hash saw, not what CMake's cache may hold
+            defines["EXECUTORCH_ROOT"] = str(bare_root) if bare_root else ""
         linked = config.defines.get("HIL_ENGINE_EXECUTORCH") != "OFF"
         if config.preset == "linux-aarch64" and linked:  # the aarch64 wheel of this version
             from hil.aarch64_sdk import executorch_root

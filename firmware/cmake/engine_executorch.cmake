@@ -6,7 +6,8 @@
 #   is asked from python3.
 # cortex-m: link an ExecuTorch built from source for the CPU and installed with
 #   `cmake --install` (EXECUTORCH_ROOT = that install prefix: include/, lib/*.a and
-#   lib/cmake/ExecuTorch). Untested on these machines, which have no ExecuTorch source tree.
+#   lib/cmake/ExecuTorch; optionally version.txt: the version on line 1, the commit on line 2).
+#   See firmware/README.md "ExecuTorch for bare metal" for the options it must be built with.
 target_sources(hil-runner PRIVATE ${HIL_SRC}/engine/executorch_engine.cpp)
 target_compile_definitions(hil-runner PRIVATE HIL_WITH_EXECUTORCH=1)
 
@@ -49,19 +50,61 @@ else()
   find_package(executorch CONFIG REQUIRED PATHS "${EXECUTORCH_ROOT}" NO_DEFAULT_PATH
                NO_CMAKE_FIND_ROOT_PATH)
   target_compile_options(hil-runner PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
-  # Registration-only libraries (operator tables, delegates) must be kept whole.
+  # Kernels: the selective build's registration library when the install has one (it
+  # registers only the operators it was built with: EXECUTORCH_SELECT_OPS_LIST / _MODEL),
+  # else every portable kernel (which overflows a Cortex-M's memories and pulls getentropy).
+  set(hil_et_registrations quantized_ops_lib cortex_m_ops_lib)
+  if(TARGET executorch_selected_kernels)
+    list(PREPEND hil_et_registrations executorch_selected_kernels)
+  else()
+    list(PREPEND hil_et_registrations portable_ops_lib)
+  endif()
+  # The Ethos-U delegate only where the board has an NPU for it (and a driver started).
+  if(TARGET executorch_delegate_ethos_u AND hil_board_npu AND NOT HIL_ETHOS_U STREQUAL "OFF")
+    list(APPEND hil_et_registrations executorch_delegate_ethos_u)
+  endif()
   set(hil_et_libs executorch executorch_core)
-  foreach(lib portable_ops_lib quantized_ops_lib cortex_m_ops_lib executorch_delegate_ethos_u)
-    if(TARGET ${lib})
-      list(APPEND hil_et_libs "$<LINK_LIBRARY:WHOLE_ARCHIVE,${lib}>")
+  foreach(lib IN LISTS hil_et_registrations)
+    if(NOT TARGET ${lib})
+      continue()
+    endif()
+    list(APPEND hil_et_libs ${lib})
+    # A registration library must be linked whole. The install's exports already say so for
+    # the kernel libraries (--whole-archive in INTERFACE_LINK_OPTIONS): wrapping those again
+    # registers every kernel twice, and the runtime aborts at boot ("Re-registering
+    # aten::add.out"). Those exported without it (the Ethos-U delegate) are wrapped here;
+    # CMake's WHOLE_ARCHIVE link feature is refused for CXX on the Generic platform.
+    get_target_property(hil_lib_options ${lib} INTERFACE_LINK_OPTIONS)
+    if(NOT "${hil_lib_options}" MATCHES "whole-archive")
+      target_link_options(hil-runner PRIVATE
+                          "SHELL:LINKER:--whole-archive $<TARGET_FILE:${lib}> LINKER:--no-whole-archive")
     endif()
   endforeach()
-  foreach(lib portable_kernels quantized_kernels cortex_m_kernels ethosu_core_driver)
+  # Position-independent code would make the reset handler read __data_start through a GOT
+  # that nothing has copied yet (a HardFault before main): whatever the install exports, the
+  # runner is built without -fPIC.
+  foreach(lib executorch executorch_core kernels_util_all_deps portable_kernels ${hil_et_registrations})
     if(TARGET ${lib})
-      list(APPEND hil_et_libs ${lib})
+      get_target_property(hil_lib_copts ${lib} INTERFACE_COMPILE_OPTIONS)
+      if(hil_lib_copts AND "${hil_lib_copts}" MATCHES "-f(PIC|pic|PIE|pie)")
+        string(REGEX REPLACE "-f(PIC|pic|PIE|pie)" "-fno-pic" hil_lib_copts "${hil_lib_copts}")
+        set_target_properties(${lib} PROPERTIES INTERFACE_COMPILE_OPTIONS "${hil_lib_copts}")
+      endif()
     endif()
   endforeach()
+  target_compile_options(hil-runner PRIVATE -fno-pic)
   target_link_libraries(hil-runner PRIVATE ${hil_et_libs})
+  if(EXISTS "${EXECUTORCH_ROOT}/version.txt")
+    file(STRINGS "${EXECUTORCH_ROOT}/version.txt" hil_et_version_lines LIMIT_COUNT 2)
+    list(GET hil_et_version_lines 0 executorch_VERSION)
+    list(LENGTH hil_et_version_lines hil_n)
+    if(hil_n GREATER 1)
+      list(GET hil_et_version_lines 1 hil_et_commit)
+      string(SUBSTRING "${hil_et_commit}" 0 8 hil_et_commit)
+      string(APPEND executorch_VERSION "+${hil_et_commit}")
+    endif()
+  endif()
+  message(STATUS "hil-runner: ExecuTorch ${executorch_VERSION} from ${EXECUTORCH_ROOT}: ${hil_et_libs}")
   set(hil_et_version "${executorch_VERSION}")
 endif()
 if(NOT hil_et_version)

@@ -16,7 +16,7 @@ set(HIL_ETHOS_U_FAST_MEMORY_SIZE "" CACHE STRING
     "bytes of SRAM for Vela's Dedicated_Sram fast scratch; empty: 393216 for the U65/U85, 0 for the U55")
 
 if(HIL_ETHOS_U STREQUAL "AUTO")
-  if(TARGET executorch_delegate_ethos_u)
+  if(TARGET executorch_delegate_ethos_u AND hil_board_npu)
     set(HIL_ETHOS_U ON)
   else()
     set(HIL_ETHOS_U OFF)
@@ -27,10 +27,8 @@ if(NOT HIL_ETHOS_U)
 endif()
 
 set(hil_npu "${HIL_ETHOS_U_NPU}")
-if(NOT hil_npu AND HIL_BOARD STREQUAL "corstone-300")
-  set(hil_npu ethos-u55-128)
-elseif(NOT hil_npu AND HIL_BOARD STREQUAL "corstone-320")
-  set(hil_npu ethos-u85-256)
+if(NOT hil_npu)
+  set(hil_npu "${hil_board_npu}")
 endif()
 string(REGEX MATCH "^ethos-(u55|u65|u85)-[0-9]+$" hil_npu_valid "${hil_npu}")
 if(NOT hil_npu_valid)
@@ -62,7 +60,22 @@ if(NOT ETHOSU_DRIVER_ROOT AND EXECUTORCH_ROOT)
     set(ETHOSU_DRIVER_ROOT "${HIL_ETHOSU_DRIVER_FOUND}")
   endif()
 endif()
-if(NOT EXISTS "${ETHOSU_DRIVER_ROOT}/include/ethosu_driver.h")
+# An install that carries the driver (its headers in include/, libethosu_core_driver.a in lib/)
+# serves when no driver source is given; it must be built for this board's NPU.
+set(hil_driver_include "${ETHOSU_DRIVER_ROOT}/include")
+if(NOT ETHOSU_DRIVER_ROOT AND EXISTS "${EXECUTORCH_ROOT}/include/ethosu_driver.h"
+   AND EXISTS "${EXECUTORCH_ROOT}/lib/libethosu_core_driver.a")
+  set(hil_driver_include "${EXECUTORCH_ROOT}/include")
+  if(NOT TARGET ethosu_core_driver)
+    add_library(ethosu_core_driver STATIC IMPORTED)
+    set_target_properties(ethosu_core_driver PROPERTIES
+      IMPORTED_LOCATION "${EXECUTORCH_ROOT}/lib/libethosu_core_driver.a")
+  endif()
+  set(ETHOSU_DRIVER_ROOT "${EXECUTORCH_ROOT}")
+  message(STATUS "hil-runner: the Ethos-U driver of the install (${EXECUTORCH_ROOT}/lib/"
+                 "libethosu_core_driver.a): it must have been built for ${hil_npu}")
+endif()
+if(NOT EXISTS "${hil_driver_include}/ethosu_driver.h")
   message(FATAL_ERROR "the runner's Ethos-U start-up needs Arm's ethos-u-core-driver: set "
                       "ETHOSU_DRIVER_ROOT (environment or -D) to its folder, the one with "
                       "include/ethosu_driver.h; ExecuTorch's examples/arm/setup.sh checks it out "
@@ -82,7 +95,7 @@ endif()
 target_sources(hil-runner PRIVATE
   ${HIL_SRC}/platform/cortex_m/ethos_u/npu_start.c
   ${HIL_SRC}/platform/cortex_m/ethos_u/npu_pmu.c)
-target_include_directories(hil-runner PRIVATE "${ETHOSU_DRIVER_ROOT}/include")
+target_include_directories(hil-runner PRIVATE "${hil_driver_include}")
 target_compile_definitions(hil-runner PRIVATE
   HIL_ETHOS_U=1 ETHOS${hil_npu_arch}=1 HIL_NPU_FAST_MEMORY_SIZE=${hil_fast_memory})
 target_link_libraries(hil-runner PRIVATE ethosu_core_driver)

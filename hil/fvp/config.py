@@ -42,7 +42,7 @@ ENGINES = ("executorch", "echo")
 KEYS = (
     "platform", "num_macs", "mode", "time_limit_s", "stat", "fvp_dir", "firmware", "engine",
     "runner_args", "params", "boot_timeout_s", "reply_timeout_s", "bytes_per_s",
-    "run_timeout_s", "retries", "baudrate",
+    "run_timeout_s", "retries", "baudrate", "model_load",
 )  # fmt: skip
 
 

@@ -21,7 +21,9 @@ from hil.errors import (
     DeployError,
     HilError,
     LinkTimeout,
+    MissingOperator,
     ProtocolError,
+    RunRefused,
     TargetCrash,
 )
 from hil.protocol import messages as m
@@ -215,12 +217,16 @@ class Channel:
             )
         if error.code == m.ERR_TOO_LARGE:
             return too_large(self.name, error.a, error.b)
+        if error.code == m.ERR_MISSING_OPERATOR:
+            return missing_operator(self.name, error.text)
         if error.code in (m.ERR_LOAD_FAILED, m.ERR_OUT_OF_MEMORY, m.ERR_HASH_MISMATCH):
             return DeployError(what, fix="see the runner's log lines for the runtime's reason")
         if error.code == m.ERR_BAD_INPUT:
             return CaseError(what, fix="the case's inputs do not match the exported model")
         if error.code == m.ERR_RUN_FAILED:
-            return TargetCrash(what, log_tail="\n".join(self.log_lines))
+            return RunRefused(what, fix="the runtime's reason is in the log lines (often a "
+                              "kernel that does not take this dtype or memory layout)",
+                              log_tail="\n".join(self.log_lines))
         if error.code == m.ERR_NO_MODEL:
             return ProtocolError(what, fix="deploy the model first; a runner that reset "
                                  "since the last deploy holds none")
@@ -228,6 +234,29 @@ class Channel:
             return ProtocolError(what, fix="this runner build lacks the feature; rebuild it "
                                  "with it enabled (see firmware/README.md)")
         return ProtocolError(what, fix=REFLASH)
+
+
+# Where a bare-metal ExecuTorch gets its kernels, by operator namespace (its CMake options).
+KERNEL_OPTIONS = {
+    "cortex_m": "EXECUTORCH_BUILD_CORTEX_M=ON (the cortex_m CMSIS-NN kernels)",
+    "quantized_decomposed": "EXECUTORCH_BUILD_KERNELS_QUANTIZED=ON (the quantized kernels)",
+}
+PORTABLE_OPTION = ("EXECUTORCH_SELECT_OPS_LIST (the selective build's operator list; or "
+                   "EXECUTORCH_SELECT_OPS_MODEL=<this .pte>)")
+
+
+def missing_operator(name: str, text: str) -> MissingOperator:
+    """The runner's words are `missing operator NAME: ...` (executorch_engine.cpp)."""
+    operator = text.removeprefix("missing operator ").split(": ", 1)[0].split(" ", 1)[0]
+    namespace = operator.split("::", 1)[0]
+    option = KERNEL_OPTIONS.get(namespace, PORTABLE_OPTION)
+    return MissingOperator(
+        f"{name}: the runner has no kernel for operator {operator}: {text}",
+        operator=operator,
+        fix=f"rebuild the runner's ExecuTorch with {operator} in {option}, install it, and "
+        "point EXECUTORCH_ROOT at the install (hil rebuilds the runner: its build id covers "
+        "the install); or export the model without that operator",
+    )
 
 
 def too_large(name: str, size: int, pool: int) -> DeployError:

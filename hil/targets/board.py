@@ -136,7 +136,8 @@ def make_board(spec: DeviceSpec, runner: Path | None, args: Sequence[str] = ()) 
     if virtual == "qemu-mps3-an547":
         from hil.targets.virtual_boards import QemuBoard
 
-        return QemuBoard(spec.name, runner, args)
+        return QemuBoard(spec.name, runner, args,
+                         semihosting=bool(connection.get("semihosting", True)))
     raise DeviceSpecError(
         f"{spec.source}: connection.virtual is {virtual!r}; known: " + ", ".join(VIRTUAL_KINDS)
     )

@@ -41,6 +41,7 @@ from hil.fvp.errors import FvpExited, FvpLicenceError, FvpTimeLimit
 from hil.fvp.process import FvpProcess
 from hil.protocol import messages as m
 from hil.protocol.client import RunnerClient
+from hil.protocol.file_load import load_file
 from hil.targets.base import Deployment, RunResult, Target
 from hil.targets.board import board_log_dir
 from hil.targets.serial import open_client
@@ -248,8 +249,19 @@ class FvpTarget(Target):
 
     def _load(self, artifact: Artifact) -> int:
         client = self.client
-        outcome = self._call(f"loading {artifact.pte_path.name}", client.load,
-                             artifact.pte_path.read_bytes(), artifact.sha256)  # fmt: skip
+        doing = f"loading {artifact.pte_path.name}"
+        # The FVP serves semihosting from this machine: a runner that offers LOAD_FILE reads
+        # the .pte from the disk instead of the simulated UART (connection.model_load: link
+        # keeps the UART).
+        by_file = (client.info is not None and client.info.file_load
+                   and self.spec.connection.get("model_load", "auto") != "link")
+        if by_file:
+            size = artifact.pte_path.stat().st_size
+            outcome = self._call(doing, load_file, client, str(artifact.pte_path.resolve()),
+                                 artifact.sha256, size)
+        else:
+            outcome = self._call(doing, client.load, artifact.pte_path.read_bytes(),
+                                 artifact.sha256)
         details = artifact.details
         vela = details.get("vela") or {}
         self._held[artifact.sha256] = _Held(

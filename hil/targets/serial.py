@@ -16,6 +16,11 @@ Device file, `connection` keys:
     reset_command: [...]      how to reset a real board after flashing
     runner_args: [...]        extra arguments for a virtual board's runner
     reply_timeout_s, bytes_per_s, run_timeout_s, retries    waits and repeats (LinkPolicy)
+    model_load: auto          how a model reaches the runner: link (LOAD chunks over the serial
+                              line), file (LOAD_FILE: the runner reads the host's file, through
+                              semihosting on bare metal), auto (file when the runner offers it
+                              and is QEMU on this machine; else link)
+    semihosting: true         QEMU: serve semihosting (false: as a board without a debugger)
 
 Failures are classified for the session: a runner that died or faulted is a TargetCrash
 carrying its last log lines (the session starts it afresh for the next case); a runner that
@@ -28,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 from hil import firmware
@@ -43,8 +49,10 @@ from hil.errors import (
     TargetCrash,
     TargetUnavailable,
 )
+from hil.firmware_pools import check_fits
 from hil.protocol import messages as m
-from hil.protocol.client import LinkPolicy, RunnerClient
+from hil.protocol.client import LinkPolicy, LoadOutcome, RunnerClient
+from hil.protocol.file_load import load_file
 from hil.targets.base import Deployment, RunResult, Target
 from hil.targets.board import Board, PortBoard, make_board, string_list
 from hil.targets.flashing import make_flasher
@@ -186,7 +194,8 @@ class SerialTarget(Target):
             cause.message if isinstance(cause, TargetCrash) else f"{type(cause).__name__}: {cause}"
         )
         where = f"; full log: {self._board.log_path}" if self._board.log_path else ""
-        return TargetCrash(
+        kind = type(cause) if isinstance(cause, TargetCrash) else TargetCrash  # keep RunRefused
+        return kind(
             f"{self.spec.name}: the runner crashed while {doing} ({state}): {reason}",
             fix="the next case starts the runner again; the log lines below show its last "
             "words" + where,
@@ -195,12 +204,43 @@ class SerialTarget(Target):
 
     # -- deploy and run --------------------------------------------------------------------
 
+    def _loads_files(self) -> bool:
+        """Whether models go by LOAD_FILE (the runner reads the host's file) or the link."""
+        mode = str(self.spec.connection.get("model_load", "auto"))
+        if mode not in ("auto", "file", "link"):
+            raise DeviceSpecError(
+                f"{self.spec.source}: connection.model_load is {mode!r}; use auto, file or link"
+            )
+        offered = self._info.file_load
+        if mode == "file" and not offered:
+            raise DeployError(
+                f"{self.spec.name}: connection.model_load is file, but the runner "
+                f"({self._info.build_id}) does not offer LOAD_FILE",
+                fix="build it with semihosting (HIL_SEMIHOSTING=ON) and serve semihosting "
+                "(QEMU -semihosting-config, an FVP, a debugger), or use model_load: link",
+            )
+        # auto: files for QEMU, whose semihosting reads this machine's disk and whose emulated
+        # UART moves 15 KiB/s; the host runner stands in for a board on a serial line, so it
+        # keeps the line (ask for `file` to have it read the disk instead)
+        emulated = self.spec.connection.get("virtual") == "qemu-mps3-an547"
+        return offered and (mode == "file" or (mode == "auto" and emulated))
+
+    def _load(self, path: Path, sha: str, doing: str) -> LoadOutcome:
+        data = path.read_bytes()
+        # planned and io refused here, with the sizes; the model pool by the load itself
+        # (the client checks first, the runner too: "larger than the runner's model pool")
+        check_fits(self.spec.name, data,
+                   {k: v for k, v in self._info.pools.items() if k != "model"})
+        if self._loads_files():
+            return self._call(doing, load_file, self._client, str(path.resolve()), sha,
+                              len(data))
+        return self._call(doing, self._client.load, data, sha)
+
     def _deploy(self, artifact: Artifact) -> Deployment:
         sha = artifact.sha256
         if self._held == sha and sha in self._methods:
             return Deployment(sha, handle=artifact.pte_path, bytes_sent=0)
-        data = artifact.pte_path.read_bytes()
-        outcome = self._call(f"loading {artifact.pte_path}", self._client.load, data, sha)
+        outcome = self._load(artifact.pte_path, sha, f"loading {artifact.pte_path}")
         self._methods[sha] = outcome.method
         self._held = sha
         if outcome.bytes_sent:
@@ -210,8 +250,7 @@ class SerialTarget(Target):
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         sha = deployment.sha256
         if self._held != sha:  # another model was deployed since: put this one back
-            data = deployment.handle.read_bytes()
-            outcome = self._call("reloading the model", self._client.load, data, sha)
+            outcome = self._load(deployment.handle, sha, "reloading the model")
             self._methods[sha] = outcome.method
             self._held = sha
         method = self._methods[sha]
@@ -236,6 +275,11 @@ class SerialTarget(Target):
         counters: dict[str, float] = {"runner_clock_hz": float(times.clock_hz)}
         if times.clock_kind == m.CLOCK_CYCLES and times.ticks:
             counters["cycles_median"] = float(statistics.median(times.ticks))
+            if self.spec.connection.get("virtual") == "qemu-mps3-an547" and times.clock_hz:
+                # -icount shift=0: one instruction per ns of QEMU's virtual time, which the
+                # SysTick cycles follow at the runner's clock rate
+                counters["qemu_instructions_median"] = (
+                    counters["cycles_median"] * 1e9 / float(times.clock_hz))
         for pool in pools:
             counters[f"{pool.name}_pool_peak_bytes"] = float(pool.peak)
             counters[f"{pool.name}_pool_size_bytes"] = float(pool.size)

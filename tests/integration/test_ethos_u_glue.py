@@ -108,11 +108,11 @@ def test_the_corstone_runner_with_the_glue_links_wires_the_npu_interrupt_and_boo
     assert runner is not None
     image = runner.binary
     table = symbols(image)
-    text = tmp_path / "text.bin"
-    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".text", str(image),
-                    str(text)], check=True)
-    start = table["hil_vectors"][0]  # first in .text (the linker script keeps it there)
-    (vector,) = struct.unpack_from("<I", text.read_bytes(), start + 4 * (16 + 56))
+    vectors = tmp_path / "vectors.bin"
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".vectors", str(image),
+                    str(vectors)], check=True)
+    assert table["hil_vectors"][0] == 0x10000000  # the Corstone-300 boots from ITCM
+    (vector,) = struct.unpack_from("<I", vectors.read_bytes(), 4 * (16 + 56))
     assert vector == table["hil_npu_irq_handler"][0] | 1  # a Thumb entry
 
     url = board.start()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import yaml
 from fakes.fvp import ARTIFACTS_ENV, LICENCE_ENV, install
 
 import hil
+from hil import firmware
 from hil.devices import DeviceRegistry
 from hil.errors import (
     DeviceSpecError,
@@ -49,9 +51,21 @@ RECIPE_OPTIONS = {
 }
 
 
+# The fake runs every image in QEMU mps3-an547 (the SSE-300 map). A Corstone-320 runner built
+# for the SSE-320's own map (boot ROM at 0x11000000, BRAM at 0x12000000, UART0 at 0x58203000)
+# cannot run there: these defines and the FVP's INITSVTOR parameter move it onto memory both
+# maps have, booting from ITCM, with QEMU's UART0 (tests/fakes/fvp/CONTRACT.md).
+QEMU_320 = {"firmware": {"preset": "corstone-320", "defines": {
+    "HIL_VECTOR_REGION": "ITCM", "HIL_CODE_REGION": "DDR", "HIL_DATA_REGION": "SRAM",
+    "HIL_UART0_BASE": "0x49303000"}},
+    "params": {"mps4_board.subsystem.iotss3_systemcontrol.INITSVTOR_RST": "0x10000000"}}
+
+
 def device(folder: Path, name: str, npu: str = "ethos-u55-128", **connection: Any) -> None:
     """An FVP device file for the echo runner (the only bare-metal runner buildable here)."""
     platform = "corstone-300" if "u55" in npu else "corstone-320"
+    if platform == "corstone-320":
+        connection = {**QEMU_320, **connection}
     data = {
         "name": name, "kind": "fvp", "npu": npu,
         "recipes": [{"name": "ethos-u",
@@ -272,3 +286,28 @@ def test_over_long_semihosting_command_line_never_reaches_the_fake_fvp(
     with pytest.raises(DeviceSpecError, match="the FVP keeps only 255"):
         session.target("fvp-u55-echo")
     assert not (tmp_path / "results" / "boards" / "fvp-u55-echo.log").exists()  # never started
+
+
+def run_fake(tmp_path: Path, fvp: str, elf: Path, *params: str) -> subprocess.CompletedProcess[str]:
+    folder = install(tmp_path / "fvp-bin")
+    argv = [str(folder / fvp), "-a", str(elf), "--timelimit", "5"]
+    for param in params:
+        argv += ["-C", param]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def test_the_fake_refuses_an_image_its_platform_could_not_boot(tmp_path: Path) -> None:
+    """The fake checks an application against its platform's memory map and INITSVTOR (the
+    SSE-300 boots from ITCM at 0x10000000, the SSE-320 from its boot ROM at 0x11000000)."""
+    echo = {"HIL_ENGINE_EXECUTORCH": "OFF", "HIL_ETHOS_U": "OFF"}
+    sse300 = firmware.build(firmware.FirmwareConfig("corstone-300", echo)).binary
+    sse320 = firmware.build(firmware.FirmwareConfig("corstone-320", echo)).binary
+    wrong = run_fake(tmp_path, "FVP_Corstone_SSE-320", sse300)
+    assert wrong.returncode == 1
+    assert "lies outside the FVP_MPS4_Corstone_SSE_320 memory map" in wrong.stderr  # 512K ITCM
+    unmoved = run_fake(tmp_path, "FVP_Corstone_SSE-320", sse320,
+                       "mps4_board.subsystem.iotss3_systemcontrol.INITSVTOR_RST=0x10000000")
+    assert unmoved.returncode == 1 and "nothing is loaded at 0x10000000" in unmoved.stderr
+    own_map = run_fake(tmp_path, "FVP_Corstone_SSE-320", sse320)
+    assert own_map.returncode == 1
+    assert "fits the FVP_MPS4_Corstone_SSE_320 map, but the fake runs it in QEMU" in own_map.stderr

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_selftest_passes_on_the_emulated_m55(repo_devices: DeviceRegistry) -> None:
-    with runner_client(repo_devices.get("qemu-m55")) as client:
+    spec = repo_devices.get("qemu-m55")
+    with runner_client(spec) as client:
         report = selftest(client)
         info = client.info
     assert report.ok, report.render()
@@ -37,14 +38,14 @@ def test_selftest_passes_on_the_emulated_m55(repo_devices: DeviceRegistry) -> No
         "handshake", "chunked transfer", "echo integrity", "throughput"]
     assert info is not None and info.platform == "cortex-m55/mps3-an547"
     assert info.clock_kind == m.CLOCK_CYCLES and info.engine_name == "echo"
-    assert info.build_id == firmware.build_id_for(firmware.FirmwareConfig("cortex-m55"))
+    assert info.build_id == firmware.build_id_for(firmware.firmware_config(spec))
     assert report.rates["model transfer"] > 0 and report.rates["echo round trip"] > 0
 
 
 def test_fault_is_reported_with_status_and_stacked_registers_and_survives_reset(
     repo_devices: DeviceRegistry,
 ) -> None:
-    image = firmware.build(firmware.FirmwareConfig("cortex-m55")).binary
+    image = firmware.build(firmware.firmware_config(repo_devices.get("qemu-m55"))).binary
     symbols = subprocess.run(["arm-none-eabi-nm", str(image)], capture_output=True, text=True,
                              check=True).stdout
     faulting = int(re.search(r"^([0-9a-f]+) T hil_platform_fault$", symbols, re.M)[1], 16)

@@ -1,5 +1,5 @@
 /* The ExecuTorch engine: a .pte received into the model pool becomes a Program (read in place
- * through a buffer loader, no copy), its "forward" method is loaded with allocators carved
+ * through the engine's own loader over that pool, no copy), its "forward" method is loaded with allocators carved
  * from the platform's pools, and each run binds the inputs and executes.
  *
  * Every allocator records its high-water mark, which the host reads as the model's memory
@@ -9,7 +9,8 @@
 #include <cstring>
 #include <new>
 
-#include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/core/data_loader.h>
+#include <executorch/runtime/core/freeable_buffer.h>
 #include <executorch/runtime/core/hierarchical_allocator.h>
 #include <executorch/runtime/core/memory_allocator.h>
 #include <executorch/runtime/executor/memory_manager.h>
@@ -35,8 +36,9 @@ namespace {
 using executorch::aten::ScalarType;
 using executorch::aten::Tensor;
 using executorch::aten::TensorImpl;
-using executorch::extension::BufferDataLoader;
+using executorch::runtime::DataLoader;
 using executorch::runtime::Error;
+using executorch::runtime::FreeableBuffer;
 using executorch::runtime::EValue;
 using executorch::runtime::HierarchicalAllocator;
 using executorch::runtime::MemoryAllocator;
@@ -73,6 +75,28 @@ class Slot {
     bool live_ = false;
 };
 
+/* The program's bytes where they were received: every segment is a view into the model pool,
+ * nothing is copied or freed (the pool outlives the program). A bare-metal ExecuTorch
+ * install need not carry the data-loader extension for this. */
+class PoolDataLoader final : public DataLoader {
+ public:
+    PoolDataLoader(const uint8_t *data, size_t size) : data_(data), size_(size) {}
+    Result<FreeableBuffer> load(size_t offset, size_t size, const SegmentInfo &) const override {
+        if (offset > size_ || size > size_ - offset) return Error::InvalidArgument;
+        return FreeableBuffer(data_ + offset, size, nullptr);
+    }
+    Error load_into(size_t offset, size_t size, const SegmentInfo &, void *buffer) const override {
+        if (buffer == nullptr || offset > size_ || size > size_ - offset) return Error::InvalidArgument;
+        std::memcpy(buffer, data_ + offset, size);
+        return Error::Ok;
+    }
+    Result<size_t> size() const override { return size_; }
+
+ private:
+    const uint8_t *data_;
+    size_t size_;
+};
+
 /* A bump allocator over one platform pool that remembers its peak and its last refusal. */
 class PoolAllocator : public MemoryAllocator {
  public:
@@ -107,7 +131,7 @@ struct Input {
 
 struct State {
     size_t model_size = 0;
-    Slot<BufferDataLoader> loader;
+    Slot<PoolDataLoader> loader;
     Slot<Program> program;
     Slot<PoolAllocator> method_pool;
     Slot<PoolAllocator> temp_pool;
@@ -124,13 +148,44 @@ struct State {
     /* peaks of the previous method survive its unload until the next load */
     size_t method_peak = 0;
     size_t temp_peak = 0;
+    /* the operator load_method could not find a kernel for, from its log line */
+    char missing_op[96] = "";
+    long missing_index = -1;
 };
 
 State *g_state;
 alignas(State) unsigned char g_state_storage[sizeof(State)];
 
+/* ExecuTorch names an operator it has no kernel for only in its log ("Missing operator:
+ * [index] name"); the engine keeps the name for the typed error load_method's failure gets. */
+void note_missing_operator(const char *message, size_t length) {
+    static const char prefix[] = "Missing operator: [";
+    const size_t n = sizeof(prefix) - 1;
+    if (g_state == nullptr || length <= n || std::strncmp(message, prefix, n) != 0) return;
+    size_t i = n;
+    long index = 0;
+    while (i < length && message[i] >= '0' && message[i] <= '9') index = index * 10 + (message[i++] - '0');
+    if (i + 2 > length || message[i] != ']' || message[i + 1] != ' ') return;
+    i += 2;
+    size_t name_len = length - i;
+    while (name_len > 0 && (message[i + name_len - 1] == '\n' || message[i + name_len - 1] == '\r')) name_len--;
+    if (name_len >= sizeof(g_state->missing_op)) name_len = sizeof(g_state->missing_op) - 1;
+    std::memcpy(g_state->missing_op, message + i, name_len);
+    g_state->missing_op[name_len] = '\0';
+    g_state->missing_index = index;
+}
+
+et_timestamp_t pal_ticks() { return hil_clock_ticks(); }
+
+et_tick_ratio_t pal_ticks_to_ns() {
+    /* ticks * numerator / denominator = ns; clock_hz ticks a second */
+    uint64_t hz = hil_clock_hz();
+    return {1000000000u, hz == 0 ? 1u : hz};
+}
+
 void forward_log(et_timestamp_t, et_pal_log_level_t level, const char *file, const char *,
                  size_t line, const char *message, size_t length) {
+    note_missing_operator(message, length);
     int ours = level == kError || level == kFatal ? HIL_LOG_ERROR
                : level == kInfo                   ? HIL_LOG_INFO
                                                   : HIL_LOG_DEBUG;
@@ -163,9 +218,9 @@ const char *et_version() { return HIL_EXECUTORCH_VERSION; }
 
 int et_init(hil_error_t *) {
     executorch::runtime::runtime_init();
-    executorch::runtime::register_pal(
-        executorch::runtime::PalImpl::create(forward_log, __FILE__));
     g_state = new (g_state_storage) State();
+    executorch::runtime::register_pal(executorch::runtime::PalImpl::create(
+        nullptr, nullptr, pal_ticks, pal_ticks_to_ns, forward_log, nullptr, nullptr, __FILE__));
     return 0;
 }
 
@@ -190,6 +245,16 @@ void et_unload() {
     s.planned_used = s.io_used = 0;
     s.num_inputs = s.num_outputs = 0;
     s.model_size = 0;
+}
+
+/* load_method found no kernel for an operator: name it, and where kernels come from. */
+int fail_missing_operator(State &s, hil_error_t *err) {
+    const char *name = s.missing_op[0] ? s.missing_op : "(unnamed: see the runner's log)";
+    hil_error_set(err, HIL_ERR_MISSING_OPERATOR, static_cast<uint64_t>(s.missing_index < 0 ? 0 : s.missing_index), 0,
+                  "missing operator %s: this runner's ExecuTorch (%s) has no kernel for it", name,
+                  HIL_EXECUTORCH_VERSION);
+    et_unload();
+    return -1;
 }
 
 int fail(hil_error_t *err, uint16_t code, uint64_t a, uint64_t b, const char *what, Error e) {
@@ -280,6 +345,8 @@ int et_load(size_t size, hil_error_t *err) {
         et_unload();
         return -1;
     }
+    s.missing_op[0] = '\0';
+    s.missing_index = -1;
     s.method_pool.emplace(hil_platform_pool(HIL_POOL_METHOD));
     s.temp_pool.emplace(hil_platform_pool(HIL_POOL_TEMP));
     s.memory.emplace(&s.method_pool.get(), &s.planned.get(), &s.temp_pool.get());
@@ -290,6 +357,7 @@ int et_load(size_t size, hil_error_t *err) {
             return fail(err, HIL_ERR_OUT_OF_MEMORY, refused, s.method_pool.get().size(),
                         "the method allocator ran out of its pool", method.error());
         }
+        if (method.error() == Error::OperatorMissing) return fail_missing_operator(s, err);
         return fail(err, HIL_ERR_LOAD_FAILED, 0, 0, "load_method failed", method.error());
     }
     s.method.emplace(static_cast<Method &&>(method.get()));

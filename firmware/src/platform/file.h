@@ -1,7 +1,9 @@
 /* Files on the runner's own file system, for LOAD_FILE (PROTOCOL.md 1.1): a runner on a Linux
  * board loads a model the host copied there (by SFTP) instead of receiving it over the link,
- * so a model that is already on the board's disk moves no bytes. Only posix platforms have
- * it (HIL_FILE_LOAD); bare-metal runners answer LOAD_FILE as an unknown command. */
+ * so a model that is already on the board's disk moves no bytes. Posix platforms have it
+ * (HIL_FILE_LOAD); bare-metal runners built with semihosting read the host's files through it
+ * (cortex_m/file_semihost.c) while a debugger or emulator serves semihosting. Others answer
+ * LOAD_FILE as an unknown command. */
 #ifndef HIL_PLATFORM_FILE_H
 #define HIL_PLATFORM_FILE_H
 
@@ -11,6 +13,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Whether files can be opened now (bare metal: semihosting is served); the handshake offers
+ * LOAD_FILE only then. */
+int hil_file_available(void);
 
 /* Open `path` for reading; its size in *size. Returns a handle >= 0, or -1 with the reason
  * (the system's words, e.g. "No such file or directory") in `why`. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../platform/file.h"
 #include "../platform/platform.h"
 #include "codec.h"
 #include "commands.h"
@@ -97,7 +98,7 @@ static void cmd_hello(hil_server_t *s, hil_reader_t *r) {
     flags |= HIL_HELLO_DEBUG;
 #endif
 #ifdef HIL_FILE_LOAD
-    flags |= HIL_HELLO_FILE_LOAD;
+    if (hil_file_available()) flags |= HIL_HELLO_FILE_LOAD;
 #endif
     hil_wr_u8(&w, flags);
     hil_wr_u8(&w, (uint8_t)n_pools);

@@ -59,6 +59,7 @@ enum {
     HIL_ERR_OUT_OF_MEMORY = 10,
     HIL_ERR_SEQUENCE = 11,
     HIL_ERR_UNSUPPORTED = 12,
+    HIL_ERR_MISSING_OPERATOR = 13, /* text: the operator's name */
 };
 
 enum { HIL_CLOCK_TIME_NS = 0, HIL_CLOCK_CYCLES = 1 };

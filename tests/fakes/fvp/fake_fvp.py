@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,15 @@ LICENCE_ENV = "HIL_FAKE_FVP_LICENCE"
 BANNER = "Fast Models [0.0.0 (hil fake FVP)]\nNot an Arm product: hil's test stand-in (tests/fakes/fvp).\n"
 
 
+MIB = 1 << 20
+# The memories of each platform, secure aliases (the non-secure ones are 0x10000000 lower):
+# ExecuTorch's Corstone linker scripts and Zephyr's mps3/mps4 board files (see CONTRACT.md).
+SSE300_MEMORY = ((0x10000000, MIB // 2), (0x11000000, MIB), (0x30000000, MIB // 2),
+                 (0x31000000, 2 * MIB), (0x70000000, 0x60000000))
+SSE320_MEMORY = ((0x10000000, 32 << 10), (0x11000000, 128 << 10), (0x12000000, 2 * MIB),
+                 (0x30000000, 32 << 10), (0x31000000, 4 * MIB), (0x70000000, 256 * MIB))
+
+
 @dataclass(frozen=True)
 class Platform:
     stat_name: str
@@ -38,6 +48,9 @@ class Platform:
     npu: str
     macs: tuple[int, ...]
     extra: tuple[str, ...] = ()
+    memory: tuple[tuple[int, int], ...] = SSE300_MEMORY
+    initsvtor: int = 0x10000000  # where the core reads its reset vector
+    initsvtor_param: str = ""  # the parameter that moves it, where the fake knows one
 
 
 PLATFORMS = {
@@ -48,8 +61,61 @@ PLATFORMS = {
         "FVP_MPS4_Corstone_SSE_320", "mps4_board", "mps4_board.subsystem.cpu0",
         "mps4_board.subsystem.ethosu", (128, 256, 512, 1024, 2048),
         ("vis_hdlcd.disable_visualisation",),
+        memory=SSE320_MEMORY, initsvtor=0x11000000,  # its boot ROM
+        initsvtor_param="mps4_board.subsystem.iotss3_systemcontrol.INITSVTOR_RST",
     ),
 }
+QEMU_MEMORY = SSE300_MEMORY  # what QEMU's mps3-an547, which runs the image, has
+
+
+def load_segments(elf: Path) -> list[tuple[int, int, int]]:
+    """(address, bytes in the file, bytes in memory) of each PT_LOAD segment of an ELF32."""
+    data = elf.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 1:
+        raise Refused(f"{elf} is not a 32-bit ELF application")
+    phoff, = struct.unpack_from("<I", data, 28)
+    phentsize, phnum = struct.unpack_from("<HH", data, 42)
+    segments = []
+    for i in range(phnum):
+        kind, _, _, paddr, filesz, memsz = struct.unpack_from("<6I", data, phoff + i * phentsize)
+        if kind == 1 and memsz:
+            segments.append((paddr, filesz, memsz))
+    return segments
+
+
+def _inside(memory: tuple[tuple[int, int], ...], start: int, size: int) -> bool:
+    for origin, length in memory:
+        for alias in (origin, origin - 0x10000000):
+            if alias <= start and start + size <= alias + length:
+                return True
+    return False
+
+
+def check_image(p: Platform, elf: Path, params: dict[str, str]) -> None:
+    """Refuse an image this platform could not run: memory it lacks, or no reset vector
+    where the core reads it. (A real FVP starts it anyway and the core locks up or faults;
+    the fake says why instead, in its own words.) The image must also fit QEMU's map, which
+    runs it: an SSE-320 image built for the FVP's own map does not, and is refused as such."""
+    vtor = p.initsvtor
+    if p.initsvtor_param and p.initsvtor_param in params:
+        vtor = int(params[p.initsvtor_param], 0)
+    segments = load_segments(elf)
+    for addr, _, memsz in segments:
+        if not _inside(p.memory, addr, memsz):
+            raise Refused(f"{elf.name}: a segment at 0x{addr:08x} ({memsz} bytes) lies outside "
+                          f"the {p.stat_name} memory map")
+    aliases = (vtor, vtor - 0x10000000) if vtor >= 0x10000000 else (vtor,)
+    if not any(a <= v and v + 8 <= a + filesz for a, filesz, _ in segments for v in aliases):
+        hint = f"; -C {p.initsvtor_param} moves it" if p.initsvtor_param else ""
+        raise Refused(f"{elf.name}: nothing is loaded at 0x{vtor:08x}, where the core reads "
+                      f"its reset vector (INITSVTOR){hint}")
+    qemu_boots = (vtor & ~0x10000000) == 0  # QEMU's SSE-300 boots from ITCM
+    for addr, _, memsz in segments:
+        if not qemu_boots or not _inside(QEMU_MEMORY, addr, memsz):
+            raise Refused(f"{elf.name}: fits the {p.stat_name} map, but the fake runs it in "
+                          "QEMU mps3-an547 (the SSE-300 map, booting from ITCM at 0x10000000), "
+                          f"which has no memory at 0x{addr:08x} or does not boot from "
+                          f"0x{vtor:08x}: build it for QEMU's map (CONTRACT.md)")
 
 
 def known_params(p: Platform) -> list[str]:
@@ -64,6 +130,7 @@ def known_params(p: Platform) -> list[str]:
         rf"{c}\.semihosting-(enable|cmd_line|cwd|stack_base|stack_limit|heap_base|heap_limit)",
         rf"{c}\.CFG[ID]TCMSZ",
         *(re.escape(x) for x in p.extra),
+        *([re.escape(p.initsvtor_param)] if p.initsvtor_param else []),
     ]
 
 
@@ -276,6 +343,11 @@ def main(args: list[str]) -> int:
         return 1
     if opts.application is None:
         print("ERROR: no application given (-a)", file=sys.stderr)
+        return 1
+    try:
+        check_image(p, Path(opts.application), opts.params)
+    except (Refused, OSError, struct.error) as e:
+        print(f"ERROR: {e}", file=sys.stderr)
         return 1
     started = time.monotonic()
     sim = Simulation(p, opts)

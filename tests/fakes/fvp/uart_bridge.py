@@ -9,7 +9,7 @@ does with a client that does not negotiate.
 
 The PMU stand-in is the one thing here no FVP does: QEMU has no Ethos-U, so the runner under
 it cannot read an NPU PMU. Reading the runner protocol's frames (firmware/PROTOCOL.md) as they
-pass, the bridge notes the sha256 of each model loaded (LOAD_BEGIN), finds that model's Vela
+pass, the bridge notes the sha256 of each model loaded (LOAD_BEGIN, LOAD_FILE), finds that model's Vela
 estimate in an artifact cache named by $HIL_FAKE_FVP_ARTIFACTS, and before each RUN reply
 sends the runner's PMU report lines (hil/fvp/pmu.py contract) that a runner built with the
 Ethos-U driver would have sent: one per NPU delegate per execution, with Vela's estimated
@@ -32,6 +32,7 @@ from pathlib import Path
 from hil.protocol.framing import HEADER, HEADER_SIZE, MAGIC, TRAILER_SIZE, encode
 
 LOAD_BEGIN = 0x10
+LOAD_FILE = 0x13  # the model read through semihosting: its sha256 leads the request too
 RUN_REPLY = 0x30 | 0x80
 LOG = 0xF0
 EOT = 0x04
@@ -161,7 +162,7 @@ class UartBridge:
                 return
             self.negotiated = True
         for kind, raw in self.host_frames.feed(data):
-            if kind == LOAD_BEGIN and len(raw) >= HEADER_SIZE + 32:
+            if kind in (LOAD_BEGIN, LOAD_FILE) and len(raw) >= HEADER_SIZE + 32:
                 digest = raw[HEADER_SIZE : HEADER_SIZE + 32].hex()
                 self.model_cycles = vela_delegate_cycles(digest)
                 if self.model_cycles is None:

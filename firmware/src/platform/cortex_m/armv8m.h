@@ -18,6 +18,9 @@
 #define SCB_SFSR HIL_REG32(0xE000EDE4u)
 #define SCB_SFAR HIL_REG32(0xE000EDE8u)
 #define SCB_CPACR HIL_REG32(0xE000ED88u)
+#define SCB_DFSR HIL_REG32(0xE000ED30u)
+#define SCB_DHCSR HIL_REG32(0xE000EDF0u) /* debug halting control and status */
+#define DHCSR_C_DEBUGEN (1u << 0)         /* a debugger has enabled halting debug */
 
 #define NVIC_ISER(n) HIL_REG32(0xE000E100u + 4u * (n)) /* interrupt set-enable, 32 a word */
 

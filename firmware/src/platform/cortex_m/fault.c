@@ -10,6 +10,7 @@
 
 #include "../platform.h"
 #include "armv8m.h"
+#include "semihost.h"
 
 #define FAULT_MAGIC 0x46415531u /* "FAU1" */
 
@@ -68,12 +69,21 @@ __attribute__((used)) void hil_fault_capture(const uint32_t *frame, uint32_t exc
     }
 }
 
+/* First: was it a semihosting call nobody serves (semihost.h)? Then it returns to the
+ * caller with an error result; every other fault is captured and resets. */
 __attribute__((naked)) void hil_fault_entry(void) {
     __asm__ volatile(
         "tst lr, #4      \n"
         "ite eq          \n"
         "mrseq r0, msp   \n"
         "mrsne r0, psp   \n"
+        "push {r0, lr}   \n"
+        "bl hil_semihost_fault_recover \n"
+        "mov r2, r0      \n"
+        "pop {r0, lr}    \n"
+        "cbz r2, 1f      \n"
+        "bx lr           \n"
+        "1:              \n"
         "mov r1, lr      \n"
         "b hil_fault_capture \n");
 }

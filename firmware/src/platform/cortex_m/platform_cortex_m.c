@@ -20,6 +20,9 @@
 #ifndef HIL_UART_BAUD
 #define HIL_UART_BAUD 115200u
 #endif
+/* Pool sizes and the section (region) of each come from the board's table in
+ * cmake/boards.cmake, or from the device file's defines; these defaults are for a build
+ * outside it. */
 #ifndef HIL_POOL_MODEL_SIZE
 #define HIL_POOL_MODEL_SIZE (8u << 20)
 #endif
@@ -35,16 +38,43 @@
 #ifndef HIL_POOL_IO_SIZE
 #define HIL_POOL_IO_SIZE (1u << 20)
 #endif
+#ifndef HIL_POOL_MODEL_SECTION
+#define HIL_POOL_MODEL_SECTION ".pool.ddr"
+#endif
+#ifndef HIL_POOL_METHOD_SECTION
+#define HIL_POOL_METHOD_SECTION ".pool.ddr"
+#endif
+#ifndef HIL_POOL_PLANNED_SECTION
+#define HIL_POOL_PLANNED_SECTION ".pool.ddr"
+#endif
+#ifndef HIL_POOL_TEMP_SECTION
+#define HIL_POOL_TEMP_SECTION ".pool.ddr"
+#endif
+#ifndef HIL_POOL_IO_SECTION
+#define HIL_POOL_IO_SECTION ".pool.ddr"
+#endif
 
 void hil_clock_init(void);
 uint64_t hil_cycle_count(void);
 
-#define POOL(name, size) static uint8_t name[size] __attribute__((section(".pools"), aligned(64)))
-POOL(pool_model, HIL_POOL_MODEL_SIZE);
-POOL(pool_method, HIL_POOL_METHOD_SIZE);
-POOL(pool_planned, HIL_POOL_PLANNED_SIZE);
-POOL(pool_temp, HIL_POOL_TEMP_SIZE);
-POOL(pool_io, HIL_POOL_IO_SIZE);
+#define POOL(name, size, where) \
+    static uint8_t name[size] __attribute__((section(where "." #name), aligned(64)))
+POOL(pool_model, HIL_POOL_MODEL_SIZE, HIL_POOL_MODEL_SECTION);
+POOL(pool_method, HIL_POOL_METHOD_SIZE, HIL_POOL_METHOD_SECTION);
+POOL(pool_planned, HIL_POOL_PLANNED_SIZE, HIL_POOL_PLANNED_SECTION);
+POOL(pool_temp, HIL_POOL_TEMP_SIZE, HIL_POOL_TEMP_SECTION);
+POOL(pool_io, HIL_POOL_IO_SIZE, HIL_POOL_IO_SECTION);
+
+/* The board facts this build was made with, kept in the image where tools (and the test of
+ * the memory maps) can read them: UART0, the CPU clock, the NPU's base and interrupt. */
+__attribute__((used, section(".hil_facts"))) const uint32_t hil_board_facts[4] = {
+    HIL_UART0_BASE, HIL_CPU_HZ,
+#ifdef HIL_NPU_BASE
+    HIL_NPU_BASE, HIL_NPU_IRQ,
+#else
+    0, 0,
+#endif
+};
 
 int hil_platform_init(int argc, char **argv) {
     (void)argc;
@@ -100,6 +130,7 @@ int hil_platform_engine_choice(int compiled_default) { return compiled_default; 
 
 void hil_platform_log(int level, const char *line) {
 #ifdef HIL_SEMIHOSTING
+    if (!hil_semihost_available()) return;
     static const char *const names[] = {"debug", "info", "warn", "error"};
     char text[300];
     snprintf(text, sizeof(text), "[hil %s] %s\n", names[level & 3], line);
