@@ -65,6 +65,7 @@ class MemorySpec:
     pte_max_bytes: int | None = None
     sram_max_bytes: int | None = None
     flash_max_bytes: int | None = None
+    ram_max_bytes: int | None = None  # a run's working memory (the runner's pool peaks)
 
 
 @dataclass(frozen=True)
@@ -238,11 +239,12 @@ def _parse_latency(reader: _Reader) -> LatencySpec:
 
 def _parse_memory(reader: _Reader) -> MemorySpec:
     section = reader.section("memory")
-    section.reject_unknown(("pte_max_bytes", "sram_max_bytes", "flash_max_bytes"))
+    section.reject_unknown(("pte_max_bytes", "sram_max_bytes", "flash_max_bytes", "ram_max_bytes"))
     return MemorySpec(
         pte_max_bytes=section.positive("pte_max_bytes", None, integer=True),
         sram_max_bytes=section.positive("sram_max_bytes", None, integer=True),
         flash_max_bytes=section.positive("flash_max_bytes", None, integer=True),
+        ram_max_bytes=section.positive("ram_max_bytes", None, integer=True),
     )
 
 

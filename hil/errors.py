@@ -18,7 +18,9 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     │   │   ├── TransportError / ProtocolError / LinkTimeout
     │   │   └── InfrastructureRecovered  the attempt was lost, the target recovered (retry it)
     │   ├── TargetCrash        the runner faulted or asserted while running the model
+    │   ├── RunRefused         the runtime refused the program, the runner alive (its fault)
     │   ├── DeployError        the model could not be put on the target
+    │   │   └── PoolsTooSmall  it does not fit the runner's memory pools
     │   └── TargetStateError   a lifecycle method called in the wrong state (a bug in the caller)
     └── CheckFailed (also AssertionError, so pytest reports a failure, not an error)
         ├── OutputMismatch     the target's outputs are wrong (against eager, or against the
@@ -34,6 +36,7 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
 from __future__ import annotations
 
 import errno
+from typing import Any
 
 
 class HilError(Exception):
@@ -126,22 +129,28 @@ class TargetCrash(TargetError):
         return text
 
 
-class RunRefused(TargetCrash):
-    """The runtime refused to run the model (a kernel's check failed, execute() returned an
-    error) and the runner is still alive. A TargetCrash for the session's bookkeeping (the
-    target starts afresh), named apart so a report can tell it from a fault."""
+class RunRefused(TargetError):
+    """The runtime refused to run the program (a kernel's own check failed, execute() returned
+    an error) while the runner stayed alive: the program's fault on this runtime (a kernel that
+    does not take this dtype or memory layout), a test failure, not the lab's."""
+
+    def __init__(self, message: str, *, fix: str | None = None, log_tail: str = "") -> None:
+        super().__init__(message, fix=fix)
+        self.log_tail = log_tail
 
 
 class DeployError(TargetError):
     """The model could not be deployed (too large for the pool, disk full, no permission)."""
 
 
-class MissingOperator(DeployError):
-    """The runner's ExecuTorch build has no kernel for an operator the model calls."""
+class PoolsTooSmall(DeployError):
+    """The model cannot fit the runner's memory pools; refused before anything is sent.
+    `shortfalls` names each pool, what the model needs and what the runner has."""
 
-    def __init__(self, message: str, *, operator: str, fix: str | None = None) -> None:
+    def __init__(self, message: str, *, fix: str | None = None, shortfalls: tuple[Any, ...] = ()
+                 ) -> None:  # fmt: skip
         super().__init__(message, fix=fix)
-        self.operator = operator
+        self.shortfalls = shortfalls
 
 
 class TargetStateError(TargetError):
@@ -158,7 +167,12 @@ class OutputMismatch(CheckFailed):
 
 
 class MissingKernel(CheckFailed):
-    """The program needs a CPU kernel the device's runtime lacks: it would not load there."""
+    """The program needs a CPU kernel the device's runtime lacks: it would not load there (or a
+    runner's ExecuTorch build refused it, naming `operator`)."""
+
+    def __init__(self, message: str, *, fix: str | None = None, operator: str = "") -> None:
+        super().__init__(message, fix=fix)
+        self.operator = operator
 
 
 class QuantizationLoss(CheckFailed):
@@ -208,4 +222,9 @@ def resource_exhaustion(error: BaseException) -> str | None:
 # What fails as a test fails: the model or the runtime does not meet the bar (a verdict, an
 # export, a deploy, a missing kernel, a test's own assert). Only these may be expected (xfail)
 # or quarantined; a lost link, a crash or an unavailable target never is.
-TEST_FAILURES: tuple[type[BaseException], ...] = (AssertionError, ExportError, DeployError)
+TEST_FAILURES: tuple[type[BaseException], ...] = (
+    AssertionError,
+    ExportError,
+    DeployError,
+    RunRefused,
+)

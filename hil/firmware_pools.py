@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from hil.errors import DeployError
+from hil.errors import PoolsTooSmall
+from hil.protocol.messages import PoolStat
 from hil.pte_plan import method_plan
 
 ALIGNMENT = 64  # the runner's carving (executorch_engine.cpp: take())
@@ -74,6 +75,23 @@ def needs_of(pte: bytes, measured: Mapping[str, float] | None = None) -> PoolNee
     )
 
 
+RAM_POOLS = ("method", "planned", "temp", "io")  # what a run needs beside the program's bytes
+
+
+def pool_counters(pools: Iterable[PoolStat]) -> dict[str, float]:
+    """A run's memory facts as counters: each pool's peak and size, and `ram_peak_bytes`, the
+    working memory the run needed beside the program (the method, planned, temp and io pools'
+    peaks), which a device file's memory.ram_max_bytes is judged against."""
+    counters: dict[str, float] = {}
+    for pool in pools:
+        counters[f"{pool.name}{PEAK_SUFFIX}"] = float(pool.peak)
+        counters[f"{pool.name}{SIZE_SUFFIX}"] = float(pool.size)
+    peaks = [counters.get(f"{name}{PEAK_SUFFIX}") for name in RAM_POOLS]
+    if all(p is not None for p in peaks):
+        counters["ram_peak_bytes"] = float(sum(p for p in peaks if p is not None))
+    return counters
+
+
 def measured_peaks(values: Mapping[str, float]) -> dict[str, int]:
     """Pool name -> peak bytes, from a plain mapping or from a RunResult's counters."""
     out = {}
@@ -102,15 +120,6 @@ def shortfalls(needs: PoolNeeds, pools: Mapping[str, int]) -> list[Shortfall]:
         for pool, need in needs.as_dict().items()
         if need is not None and pool in pools and need > pools[pool]
     ]
-
-
-class PoolsTooSmall(DeployError):
-    """The model cannot fit the runner's pools; refused before anything is sent."""
-
-    def __init__(self, message: str, *, fix: str | None = None,
-                 shortfalls: tuple[Shortfall, ...] = ()) -> None:
-        super().__init__(message, fix=fix)
-        self.shortfalls = shortfalls
 
 
 def check_fits(target: str, pte: bytes, pools: Mapping[str, int]) -> PoolNeeds:

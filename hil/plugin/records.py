@@ -12,6 +12,8 @@ from hil.verdict.result import RECORD_VERSION
 ERROR_VERDICTS: tuple[tuple[type[errors.HilError], str], ...] = (
     (errors.ExportError, "EXPORT FAILED"),
     (errors.MissingKernel, "MISSING KERNEL"),  # a runtime refused the program for a kernel
+    (errors.PoolsTooSmall, "OVER BUDGET"),  # it does not fit the runner's memory
+    (errors.RunRefused, "RUN REFUSED"),  # the runtime refused to run it, the runner alive
     (errors.TargetCrash, "CRASH"),
     (errors.InfrastructureError, "INFRA"),
     (errors.ResourceExhausted, "INFRA"),  # this machine ran out of memory or disk

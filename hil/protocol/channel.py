@@ -21,7 +21,7 @@ from hil.errors import (
     DeployError,
     HilError,
     LinkTimeout,
-    MissingOperator,
+    MissingKernel,
     ProtocolError,
     RunRefused,
     TargetCrash,
@@ -245,12 +245,12 @@ PORTABLE_OPTION = ("EXECUTORCH_SELECT_OPS_LIST (the selective build's operator l
                    "EXECUTORCH_SELECT_OPS_MODEL=<this .pte>)")
 
 
-def missing_operator(name: str, text: str) -> MissingOperator:
+def missing_operator(name: str, text: str) -> MissingKernel:
     """The runner's words are `missing operator NAME: ...` (executorch_engine.cpp)."""
     operator = text.removeprefix("missing operator ").split(": ", 1)[0].split(" ", 1)[0]
     namespace = operator.split("::", 1)[0]
     option = KERNEL_OPTIONS.get(namespace, PORTABLE_OPTION)
-    return MissingOperator(
+    return MissingKernel(
         f"{name}: the runner has no kernel for operator {operator}: {text}",
         operator=operator,
         fix=f"rebuild the runner's ExecuTorch with {operator} in {option}, install it, and "

@@ -37,6 +37,7 @@ VERDICT_CATEGORIES: Mapping[str, str] = MappingProxyType(
         "MISMATCH": FAILURE,  # the target's outputs are wrong
         "MISSING KERNEL": FAILURE,  # the device's runtime cannot run an operator of the program
         "POOR QUANTIZATION": FAILURE,  # the quantized model itself is too far from eager
+        "RUN REFUSED": FAILURE,  # the runtime refused to run the program (a kernel's check)
         "PARTITION": FAILURE,  # operators fell back to the CPU against the case's expectation
         "OVER BUDGET": FAILURE,
         "EXPORT FAILED": FAILURE,
@@ -63,6 +64,8 @@ ERROR_CLASSES: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "OutputMismatch",
             "MissingKernel",
             "QuantizationLoss",
+            "RunRefused",
+            "PoolsTooSmall",
             "PartitionMismatch",
             "BudgetExceeded",
             "ExportError",

@@ -34,6 +34,7 @@ from hil.cache import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import CaseError, InfrastructureError, TargetCrash, TargetUnavailable
+from hil.firmware_pools import pool_counters
 from hil.fvp import locate, output, pmu
 from hil.fvp.command import build_command
 from hil.fvp.config import FvpConfig, fvp_config, runner_firmware
@@ -313,9 +314,7 @@ class FvpTarget(Target):
         counters: dict[str, float] = {"runner_clock_hz": float(times.clock_hz)}
         if times.clock_kind == m.CLOCK_CYCLES and times.ticks:
             counters["cpu_cycles"] = float(statistics.median(times.ticks))
-        for pool in pools:
-            counters[f"{pool.name}_pool_peak_bytes"] = float(pool.peak)
-            counters[f"{pool.name}_pool_size_bytes"] = float(pool.size)
+        counters.update(pool_counters(pools))
         if held.vela_npu_cycles is not None:
             counters["vela_npu_cycles"] = held.vela_npu_cycles
         report = pmu.summarize(pmu.invocations(lines), held.delegates, times.warmup,

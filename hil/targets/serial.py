@@ -49,7 +49,7 @@ from hil.errors import (
     TargetCrash,
     TargetUnavailable,
 )
-from hil.firmware_pools import check_fits
+from hil.firmware_pools import check_fits, pool_counters
 from hil.protocol import messages as m
 from hil.protocol.client import LinkPolicy, LoadOutcome, RunnerClient
 from hil.protocol.file_load import load_file
@@ -194,8 +194,7 @@ class SerialTarget(Target):
             cause.message if isinstance(cause, TargetCrash) else f"{type(cause).__name__}: {cause}"
         )
         where = f"; full log: {self._board.log_path}" if self._board.log_path else ""
-        kind = type(cause) if isinstance(cause, TargetCrash) else TargetCrash  # keep RunRefused
-        return kind(
+        return TargetCrash(
             f"{self.spec.name}: the runner crashed while {doing} ({state}): {reason}",
             fix="the next case starts the runner again; the log lines below show its last "
             "words" + where,
@@ -280,9 +279,7 @@ class SerialTarget(Target):
                 # SysTick cycles follow at the runner's clock rate
                 counters["qemu_instructions_median"] = (
                     counters["cycles_median"] * 1e9 / float(times.clock_hz))
-        for pool in pools:
-            counters[f"{pool.name}_pool_peak_bytes"] = float(pool.peak)
-            counters[f"{pool.name}_pool_size_bytes"] = float(pool.size)
+        counters.update(pool_counters(pools))
         return RunResult(
             outputs=outputs, timings_us=times.micros, timing=self.spec.latency.timing,
             counters=counters, log="\n".join(self._client.take_log()),

@@ -40,6 +40,7 @@ from hil.errors import (
     TargetCrash,
     TargetUnavailable,
 )
+from hil.firmware_pools import pool_counters
 from hil.protocol import messages as m
 from hil.protocol.client import RunnerClient
 from hil.protocol.file_load import StaleModelFile, load_file
@@ -326,9 +327,7 @@ class SshTarget(Target):
                         for i in range(len(method.outputs)))
         pools = self._call("reading memory statistics", client.mem_stats)
         counters: dict[str, float] = {"runner_clock_hz": float(times.clock_hz)}
-        for pool in pools:
-            counters[f"{pool.name}_pool_peak_bytes"] = float(pool.peak)
-            counters[f"{pool.name}_pool_size_bytes"] = float(pool.size)
+        counters.update(pool_counters(pools))
         if self._facts is not None and self._facts.temperature_c is not None:
             temperature = self._tree.temperature_c()
             if temperature is not None:

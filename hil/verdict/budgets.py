@@ -172,6 +172,7 @@ COUNTER_UNITS: Mapping[str, str] = {
     "sram_bytes": "bytes",
     "flash_bytes": "bytes",
     "dram_bytes": "bytes",
+    "ram_peak_bytes": "bytes",
 }
 
 
@@ -179,7 +180,8 @@ def counter_checks(
     counters: Mapping[str, float], case: Case, device: DeviceSpec, recipe: str, pte_bytes: int
 ) -> list[Check]:
     """The case's counter budgets (first matching key per counter), then the device file's
-    memory limits: the .pte size, and the SRAM and flash counters the target reports."""
+    memory limits: the .pte size, the SRAM and flash counters (Vela's, the NPU's) and the
+    working memory a runner's pools reached (ram_peak_bytes)."""
     checks: list[Check] = []
     for counter, table in case.counter_budgets.items():
         found = first_match(table, device.name, recipe)
@@ -197,6 +199,7 @@ def counter_checks(
         ("pte_bytes", memory.pte_max_bytes, "pte_max_bytes", float(pte_bytes)),
         ("sram_bytes", memory.sram_max_bytes, "sram_max_bytes", counters.get("sram_bytes")),
         ("flash_bytes", memory.flash_max_bytes, "flash_max_bytes", counters.get("flash_bytes")),
+        ("ram_peak_bytes", memory.ram_max_bytes, "ram_max_bytes", counters.get("ram_peak_bytes")),
     ):
         if limit is not None:
             checks.append(

@@ -20,8 +20,7 @@ from torch import nn
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
-from hil.errors import MissingOperator, TargetCrash
-from hil.firmware_pools import PoolsTooSmall
+from hil.errors import MissingKernel, PoolsTooSmall, TargetCrash
 from hil.protocol import messages as m
 from hil.session import Session
 from hil.targets.serial import SerialTarget, open_link, prepare_board
@@ -106,7 +105,7 @@ def test_the_uart_path_gives_the_same_answer(lab: Session) -> None:
 
 
 def test_an_operator_the_build_lacks_is_a_typed_error_naming_it(lab: Session) -> None:
-    with pytest.raises(MissingOperator) as caught:
+    with pytest.raises(MissingKernel) as caught:
         lab.check(SINE, "qemu-m55", "portable")
     assert caught.value.operator == "aten::sin.out"
     assert caught.value.fix is not None and "EXECUTORCH_SELECT_OPS_LIST" in caught.value.fix

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hil import firmware
-from hil.errors import MissingOperator
+from hil.errors import MissingKernel
 from hil.protocol.channel import missing_operator
 
 pytestmark = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
@@ -62,5 +62,5 @@ def test_the_build_id_follows_the_install(monkeypatch: pytest.MonkeyPatch, tmp_p
 def test_a_missing_operator_names_it_and_the_build_option(operator: str, option: str) -> None:
     error = missing_operator(
         "qemu-m55", f"missing operator {operator}: this runner's ExecuTorch (1.5.0) has no kernel")
-    assert isinstance(error, MissingOperator) and error.operator == operator
+    assert isinstance(error, MissingKernel) and error.operator == operator
     assert operator in error.message and error.fix is not None and option in error.fix

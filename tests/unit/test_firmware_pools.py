@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
+from hil.errors import PoolsTooSmall
 from hil.firmware_pools import (
     PoolNeeds,
-    PoolsTooSmall,
     carve,
     check_fits,
     measured_peaks,
