@@ -16,13 +16,13 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from hil import export_speedup
-from hil.arrays import save_check_arrays
+from hil.arrays import Array, save_check_arrays
 from hil.cache import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import DeviceRegistry, TimingPolicy, default_device_dirs
@@ -50,6 +50,7 @@ EAGER_POLICY = TimingPolicy(warmup=2, min_runs=5, min_time_s=0.05, max_runs=200,
 BUILT_CASES_KEPT = 4
 
 Progress = Callable[[str], None]
+OutputRewrite = Callable[[tuple[Array, ...]], Sequence[Array]]
 
 
 def default_cache_dir() -> Path:
@@ -188,16 +189,27 @@ class Session:
 
     # -- the check ------------------------------------------------------------------------
 
-    def check(self, case: Case, target: str, recipe: str | None = None) -> CheckResult:
+    def check(
+        self,
+        case: Case,
+        target: str,
+        recipe: str | None = None,
+        *,
+        rewrite_outputs: OutputRewrite | None = None,
+    ) -> CheckResult:
         """Export, deploy, run and judge one case on one target with one recipe.
 
         A runner crash drops the target, so the next check provisions it afresh; any other
         infrastructure failure (lost link, hang) takes the target out of service for the session,
         unless the target recovered by itself (InfrastructureRecovered). Infrastructure failures
         are retried `self.retries` times; `last_attempts` keeps every attempt.
+
+        `rewrite_outputs` changes the target's outputs before they are judged and stored, the
+        way a kernel bug would (fault-injection benches and tests: bench/mutants.py).
         """
         result, error, self.last_attempts = check_with_retries(
-            self, case, target, recipe, lambda: self._check_once(case, target, recipe),
+            self, case, target, recipe,
+            lambda: self._check_once(case, target, recipe, rewrite_outputs),
             self.retries,
         )
         if error is not None:
@@ -205,9 +217,11 @@ class Session:
         assert result is not None
         return result
 
-    def _check_once(self, case: Case, target: str, recipe: str | None) -> CheckResult:
+    def _check_once(
+        self, case: Case, target: str, recipe: str | None, rewrite: OutputRewrite | None
+    ) -> CheckResult:
         try:
-            return self._check(case, target, recipe)
+            return self._check(case, target, recipe, rewrite)
         except TargetCrash:
             self._drop(target)
             raise
@@ -222,7 +236,9 @@ class Session:
         if target is not None:
             target.teardown()
 
-    def _check(self, case: Case, target: str, recipe: str | None) -> CheckResult:
+    def _check(
+        self, case: Case, target: str, recipe: str | None, rewrite: OutputRewrite | None
+    ) -> CheckResult:
         spec = self.devices.get(target)
         recipe_spec = spec.recipe(recipe) if recipe else spec.recipes[0]
         recipe_obj = make_recipe(
@@ -239,6 +255,8 @@ class Session:
         run = device.run(deployment, built.inputs, case.timing or spec.latency.policy)
         if before is not None:  # eager on both sides of the run: load that came and went
             reference = replace(reference, beside=best_of(before, time_eager(built)))
+        if rewrite is not None:
+            run = replace(run, outputs=tuple(rewrite(run.outputs)))
         name = _safe(f"{case.name}--{spec.name}--{recipe_obj.name}")
         arrays = save_check_arrays(
             self.results_dir / "arrays" / f"{name}.npz",

@@ -49,8 +49,12 @@ class Recipe(ABC):
     numerics: str
     option_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     # A quantized recipe's backend: how far its correct kernels may be from the quantized
-    # PyTorch model on one layer (measured, with the reason); None for float recipes.
-    step_allowance: ClassVar[StepAllowance | None] = None
+    # PyTorch model on one layer (measured, with the reason), per numerics; none for float.
+    step_allowances: ClassVar[Mapping[str, StepAllowance]] = MappingProxyType({})
+
+    @property
+    def step_allowance(self) -> StepAllowance | None:
+        return self.step_allowances.get(self.numerics)
     helper_modules: ClassVar[tuple[str, ...]] = ("hil.recipes.lowering",)
 
     def __init__(

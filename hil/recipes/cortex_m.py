@@ -58,6 +58,16 @@ def channels_last(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.to(memory_format=torch.channels_last) if tensor.dim() == 4 else tensor
 
 
+CMSIS_NN_INT8 = StepAllowance(
+    1.0,
+    0.02,
+    "CMSIS-NN requantizes with 32-bit fixed-point multipliers and rounding shifts, where the "
+    "quantized PyTorch model rounds float32 values; measured on the operator rows (the "
+    "cortex_m operators' reference implementations): at most 1 step, in at most 1.2 % of "
+    "elements (elementwise mul)",
+)
+
+
 class CortexMRecipe(Recipe):
     name = "cortex-m"
     numerics = "int8"
@@ -72,14 +82,7 @@ class CortexMRecipe(Recipe):
         "hil.partition",
     )
 
-    step_allowance = StepAllowance(
-        1.0,
-        0.02,
-        "CMSIS-NN requantizes with 32-bit fixed-point multipliers and rounding shifts, where the "
-        "quantized PyTorch model rounds float32 values; measured on the operator rows (the "
-        "cortex_m operators' reference implementations): at most 1 step, in at most 1.2 % of "
-        "elements (elementwise mul)",
-    )
+    step_allowances = MappingProxyType({"int8": CMSIS_NN_INT8})
 
     def validate(self) -> None:
         if self.options["cpu"] not in CPUS:

@@ -143,6 +143,10 @@ class EthosURefTarget(Target):
             share = utilization(report.accelerated_macs, per_cycle, vela.npu_cycles)
             if share is not None:
                 counters["mac_utilization"] = share
+        elif report.delegates == 0:
+            # nothing runs on the NPU: it needs no SRAM, flash or DRAM of its own (a fact, so
+            # the device file's memory limits are judged rather than left unjudged)
+            counters.update(npu_cycles=0.0, sram_bytes=0.0, flash_bytes=0.0, dram_bytes=0.0)
         return counters
 
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
@@ -200,7 +204,7 @@ def _tosa_graph(path: Path, sha256: str) -> bytes:
 
 
 def _estimate_text(counters: Mapping[str, float]) -> str:
-    if "npu_cycles" not in counters:
+    if "total_cycles" not in counters:
         return "no NPU delegate: nothing for Vela to estimate"
     return (
         f"Vela estimates {counters['npu_cycles']:.0f} NPU cycles, "

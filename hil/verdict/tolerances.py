@@ -33,10 +33,11 @@ FP16_MIN_SQNR_DB = 50.0
 # 21-26 dB and say so in their own override. 25 dB is an rms error of 5.6 % of the rms signal.
 INT8_MIN_SQNR_DB = 25.0
 INT8_MIN_COSINE = 0.995
-# 16-bit activations leave the int8 weights as the main error: measured 37-60 dB on the operator
-# rows through EthosUQuantizer's a16w8 config (hil's tests), so a16w8 is held 10 dB higher.
-A16W8_MIN_SQNR_DB = 35.0
-A16W8_MIN_COSINE = 0.9995
+# 16-bit activations leave the int8 weights as the main error: measured 48-87 dB on the default
+# operator rows through EthosUQuantizer's a16w8 config (u85-ref, 2026-12), so a16w8 is held at
+# 40 dB (an rms error of 1 % of the rms signal).
+A16W8_MIN_SQNR_DB = 40.0
+A16W8_MIN_COSINE = 0.9999
 MIN_TOP1 = 1.0  # every row's class, where eager's own top two are at least a step apart
 
 # How many times the model's measured rounding sensitivity a target may use on top of its

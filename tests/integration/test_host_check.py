@@ -150,3 +150,12 @@ def test_library_api_without_pytest_plugin(shared_cache: Path, tmp_path: Path, m
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     result = hil.check(tiny_cnn(), torch.randn(1, 3, 16, 16), target="host", recipe="xnnpack-fp32")
     assert result.passed and result.target == "host" and result.recipe == "xnnpack-fp32"
+
+
+def test_an_in_process_target_moves_no_bytes_even_on_first_deploy(
+    repo_devices, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    with Session(devices=repo_devices, cache_dir=tmp_path / "cold", results_dir=tmp_path) as cold:
+        first = cold.check(TINY, "host", "portable")
+    assert first.artifact.exported_now and first.artifact.size > 0
+    assert first.deploy_bytes == 0  # nothing crossed a link: the runtime is in this process

@@ -28,6 +28,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def echo_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the echo engine: build it whatever ExecuTorch the shell points at."""
+    monkeypatch.delenv("EXECUTORCH_ROOT", raising=False)
+
+
 def test_selftest_passes_on_the_emulated_m55(repo_devices: DeviceRegistry) -> None:
     spec = repo_devices.get("qemu-m55")
     with runner_client(spec) as client:

@@ -1,0 +1,150 @@
+"""ExecuTorch's own Arm operator tests, by their harness and through hil.check: verdicts and time.
+
+    .venv/bin/python bench/et_ops.py                          # 16 op files, tosa_INT, u85-ref
+    .venv/bin/python bench/et_ops.py --files test_add test_conv2d --target u55-ref
+
+Their tests (backends/arm/test/ops in the executorch wheel) quantize each operator, lower it to
+TOSA, run Arm's TOSA reference model and compare with the quantized model (atol + 1 output
+step). hil runs the very same test functions (bench/et_hil_plugin.py swaps their pipeline for
+hil.check on the target: Vela, the partition report, both verdict questions), so both sides run
+the same cases with the same inputs. Printed:
+
+* each side's exit status, pass/fail/xfail/skip counts, and the case ids each side ran;
+* time: start-up (a run that collects and selects nothing) apart from the per-case time, for
+  ExecuTorch's harness with and without hil's export speed-up (hil/export_speedup.py, which any
+  torch 2.13 user could apply), and for hil cold (empty cache) and warm;
+* every case where the two disagree, with hil's reason.
+
+Nothing is asserted; the numbers are for the README (ARCHITECTURE.md: benches print ratios).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FILES = (
+    "test_add", "test_sub", "test_mul", "test_conv2d", "test_linear", "test_relu",
+    "test_sigmoid", "test_tanh", "test_avg_pool2d", "test_max_pool", "test_mean_dim",
+    "test_softmax", "test_cat", "test_permute", "test_view", "test_hardswish",
+)  # fmt: skip
+SPEEDUP = "import hil.export_speedup as s\ndef pytest_configure(config):\n    s.install()\n"
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    seconds: float
+    status: int
+    outcomes: dict[str, tuple[str, str]]  # case id -> (outcome, first line of the message)
+
+    def counts(self) -> str:
+        found = Counter(o for o, _ in self.outcomes.values())
+        return ", ".join(f"{n} {o}" for o, n in sorted(found.items())) or "nothing ran"
+
+
+def ops_folder() -> Path:
+    import executorch
+
+    return Path(list(executorch.__path__)[0]) / "backends" / "arm" / "test" / "ops"
+
+
+def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
+    outcomes: dict[str, tuple[str, str]] = {}
+    if not path.exists():
+        return outcomes
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error"):
+                outcome, message = "failed", child.get("message", "")
+            elif child.tag == "skipped":
+                kind = child.get("type", "")
+                outcome = "xfailed" if "xfail" in kind else "skipped"
+                message = child.get("message", "")
+        outcomes[name] = (outcome, message.strip().splitlines()[0] if message.strip() else "")
+    return outcomes
+
+
+def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str]) -> Run:
+    report = work / f"{label.replace(' ', '_')}.xml"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hil",
+               f"--junitxml={report}", *args]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    run = Run(label, seconds, done.returncode, junit_outcomes(report))
+    print(f"  {label:<34} {seconds:7.1f} s  exit {done.returncode}: {run.counts()}")
+    return run
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", nargs="+", default=list(FILES))
+    parser.add_argument("--target", default="u85-ref")
+    parser.add_argument("-k", default="tosa_INT", help="their test selection (default tosa_INT)")
+    args = parser.parse_args()
+    folder = ops_folder()
+    files = [str(folder / f"{name}.py") for name in args.files]
+    work = Path(tempfile.mkdtemp(prefix="hil-et-ops-"))
+    (work / "speedup").mkdir()
+    (work / "speedup" / "et_speedup.py").write_text(SPEEDUP)
+    base = {**os.environ, "HIL_ET_TARGET": args.target, "HIL_CACHE_DIR": str(work / "cache"),
+            "HIL_RESULTS_DIR": str(work / "results")}  # fmt: skip
+    ours = {**base, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
+    sped = {**base, "PYTHONPATH": os.pathsep.join([str(work / "speedup"), str(REPO)])}
+    theirs = [*files, "-k", args.k]
+    hil_args = ["-p", "et_hil_plugin", *theirs]
+    nothing = [*files, "-k", "no_test_has_this_name"]
+    print(f"ExecuTorch's Arm op tests ({args.k}) from {folder}: {len(files)} files, hil on "
+          f"{args.target}")  # fmt: skip
+    startup = {
+        "theirs": pytest_run("start-up, their harness", nothing, work, base).seconds,
+        "hil": pytest_run("start-up, hil", ["-p", "et_hil_plugin", *nothing], work, ours).seconds,
+    }
+    et = pytest_run("ExecuTorch harness", theirs, work, base)
+    et_fast = pytest_run("ExecuTorch harness + speed-up", ["-p", "et_speedup", *theirs], work, sped)
+    cold = pytest_run(f"hil {args.target}, cold", hil_args, work, ours)
+    warm = pytest_run(f"hil {args.target}, warm", hil_args, work, ours)
+    ran_theirs, ran_ours = set(et.outcomes), set(cold.outcomes)
+    print(f"cases run: ExecuTorch {len(ran_theirs)}, hil {len(ran_ours)}; run by only one side: "
+          f"{sorted(ran_theirs ^ ran_ours) or 'none'}")  # fmt: skip
+    cases = max(len(ran_theirs & ran_ours), 1)
+
+    def per_case(run: Run, start: float) -> float:
+        return max(run.seconds - start, 0.0) / cases
+
+    t_et, t_fast = per_case(et, startup["theirs"]), per_case(et_fast, startup["theirs"])
+    t_cold, t_warm = per_case(cold, startup["hil"]), per_case(warm, startup["hil"])
+    print(f"start-up: their harness {startup['theirs']:.1f} s, hil {startup['hil']:.1f} s")
+    print(f"per case (start-up excluded): ExecuTorch {t_et:.2f} s ({t_fast:.2f} s with hil's "
+          f"export speed-up), hil cold {t_cold:.2f} s, warm {t_warm:.3f} s")  # fmt: skip
+    print(f"ExecuTorch / hil: cold {t_et / t_cold:.2f} ({t_fast / t_cold:.2f} against the sped-up "
+          f"harness), warm {t_et / max(t_warm, 1e-9):.1f}")  # fmt: skip
+    agree = differ = 0
+    for case in sorted(ran_theirs & ran_ours):
+        theirs_outcome, hil_outcome = et.outcomes[case][0], cold.outcomes[case]
+        if (theirs_outcome == "passed") == (hil_outcome[0] == "passed"):
+            agree += 1
+            continue
+        differ += 1
+        print(f"  differ: {case}: ExecuTorch {theirs_outcome}, hil {hil_outcome[0]}: "
+              f"{hil_outcome[1][:240]}")  # fmt: skip
+    print(f"verdicts agree on {agree} cases, differ on {differ}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
