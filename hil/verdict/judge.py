@@ -14,10 +14,10 @@ from types import MappingProxyType
 import numpy as np
 
 from hil.arrays import Array
-from hil.cache import Artifact
+from hil.artifacts.partition import PartitionReport, judge_partition, short_name
+from hil.artifacts.store import Artifact
 from hil.case import BuiltCase
 from hil.devices import DeviceSpec
-from hil.partition import PartitionReport, judge_partition, short_name
 from hil.recipes import Recipe
 from hil.verdict import budgets, outputs
 from hil.verdict.budgets import LatencyStats
