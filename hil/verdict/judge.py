@@ -78,7 +78,7 @@ def judge(
     case = built.case
     facts = program_facts(recipe, artifact)
     rules = outputs.CaseRules(
-        override=case.tolerance,
+        override=case.tolerance_for(spec.name, recipe.name),
         classifier=case.classifier,
         labels=built.labels.numpy() if built.labels is not None else None,
         max_accuracy_drop=case.max_accuracy_drop,
