@@ -1,3 +1,3 @@
-"""Root conftest: only what every suite and test shares. The hil plugin loads via its entry point."""
+"""Root conftest: only what every suite and test shares (the hil plugin loads by entry point)."""
 
 collect_ignore_glob = ["build/*", ".hil/*", "firmware/*", "bench/*"]

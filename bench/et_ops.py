@@ -11,8 +11,8 @@ the same cases with the same inputs. Printed:
 
 * each side's exit status, pass/fail/xfail/skip counts, and the case ids each side ran;
 * time: start-up (a run that collects and selects nothing) apart from the per-case time, for
-  ExecuTorch's harness with and without hil's export speed-up (hil/recipes/export_speedup.py, which any
-  torch 2.13 user could apply), and for hil cold (empty cache) and warm;
+  ExecuTorch's harness with and without hil's export speed-up (hil/recipes/export_speedup.py,
+  which any torch 2.13 user could apply), and for hil cold (empty cache) and warm;
 * every case where the two disagree, with hil's reason.
 
 Nothing is asserted; the numbers are for the README (ARCHITECTURE.md: benches print ratios).

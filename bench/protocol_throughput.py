@@ -33,11 +33,11 @@ import torch
 from hil.case import case_from_module
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.recipes import make_recipe
+from hil.resources.virtual_boards import HostRunnerBoard
 from hil.runner import firmware
 from hil.runner.client import LinkPolicy, RunnerClient
 from hil.session import Session
 from hil.targets.serial import SerialTarget
-from hil.targets.virtual_boards import HostRunnerBoard
 from hil.transports.serial_link import SerialLink
 
 BLOCK = 1 << 20

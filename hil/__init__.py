@@ -6,45 +6,52 @@ The library works without pytest:
     result = hil.check(model, (x,), target="host", recipe="xnnpack-int8")
     result.raise_for_failures()
 
-The pytest plugin (hil.plugin) is a thin layer over the same Session.
+The pytest plugin (hil.plugin) is a thin layer over the same Session. The names below load on
+first use, so `import hil` (and every pytest run in an environment that has hil installed)
+costs nothing until one is asked for: torch and executorch come with the first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-import torch
-
-from hil.case import BuiltCase, Case, case_from_module, seeded
-from hil.errors import HilError
-from hil.session import Session
-from hil.verdict.result import CheckResult, Metrics
-from hil.verdict.tolerances import Tolerance, ToleranceOverride
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+_WHERE = {
+    "check": "hil.api",
+    "BuiltCase": "hil.case",
+    "Case": "hil.case",
+    "case_from_module": "hil.case",
+    "seeded": "hil.case",
+    "HilError": "hil.errors",
+    "Session": "hil.session",
+    "CheckResult": "hil.verdict.result",
+    "Metrics": "hil.verdict.result",
+    "Tolerance": "hil.verdict.tolerances",
+    "ToleranceOverride": "hil.verdict.tolerances",
+}
 
-def check(
-    model: torch.nn.Module,
-    inputs: Sequence[torch.Tensor] | torch.Tensor,
-    *,
-    target: str = "host",
-    recipe: str | None = None,
-    name: str | None = None,
-    session: Session | None = None,
-    **case_options: Any,
-) -> CheckResult:
-    """Export `model`, run it on `target` with `recipe` (the device's first by default), judge it.
+if TYPE_CHECKING:
+    from hil.api import check
+    from hil.case import BuiltCase, Case, case_from_module, seeded
+    from hil.errors import HilError
+    from hil.session import Session
+    from hil.verdict.result import CheckResult, Metrics
+    from hil.verdict.tolerances import Tolerance, ToleranceOverride
 
-    `case_options` are Case fields: budget_ms, tolerance, classifier, timing, ...
-    Pass a Session to reuse provisioned targets and the cache across many calls.
-    """
-    case = case_from_module(name or type(model).__name__, model, inputs, **case_options)
-    if session is not None:
-        return session.check(case, target, recipe)
-    with Session() as own:
-        return own.check(case, target, recipe)
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'hil' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
 
 
 __all__ = [
@@ -60,3 +67,4 @@ __all__ = [
     "check",
     "seeded",
 ]
+assert sorted(__all__) == sorted(_WHERE)

@@ -19,12 +19,15 @@ import yaml
 
 from hil.bundled import devices_dir
 from hil.errors import DeviceSpecError, UsageError
+from hil.kinds import Hardware, TargetKind, Timing
+from hil.settings import Settings, parse_settings
+from hil.settings.reader import Section
 
-TARGET_KINDS = ("host", "ethos_u_ref", "cortex_m_ref", "serial", "ssh", "fvp")
-TIMING_KINDS = ("measured", "estimated", "emulated")
+TARGET_KINDS = tuple(TargetKind)
+TIMING_KINDS = tuple(Timing)
 # "fixed": a named piece of hardware (a Pi 5, a board, an FVP's clock, Vela's NPU model), where
 # absolute budgets mean something; "host": whatever machine runs hil (budgets relative to eager)
-HARDWARE_KINDS = ("fixed", "host")
+HARDWARE_KINDS = tuple(Hardware)
 STATISTICS = ("median", "p90")
 
 
@@ -51,8 +54,8 @@ class TimingPolicy:
 class LatencySpec:
     """What the device's timings mean and which budget applies when a case names none."""
 
-    timing: str = "measured"
-    hardware: str = "fixed"
+    timing: Timing = Timing.MEASURED
+    hardware: Hardware = Hardware.FIXED
     scale: float = 1.0
     budget_ms: float | None = None
     statistic: str = "median"
@@ -74,12 +77,12 @@ class DeviceSpec:
     """A target as described by its device file."""
 
     name: str
-    kind: str
+    kind: TargetKind
     description: str
     recipes: tuple[RecipeSpec, ...]
     latency: LatencySpec
     memory: MemorySpec
-    connection: Mapping[str, Any]
+    settings: Settings  # the connection section, typed for the kind (hil.settings)
     source: Path
     npu: str | None = None  # the NPU configuration the device has, e.g. "ethos-u55-128"
 
@@ -95,80 +98,6 @@ class DeviceSpec:
         return tuple(r.name for r in self.recipes)
 
 
-class _Reader:
-    """Typed access to one YAML mapping, with errors that name the file and the key path."""
-
-    def __init__(self, data: Any, source: Path, path: str = "") -> None:
-        self.source = source
-        self.path = path
-        if not isinstance(data, Mapping):
-            self.fail(path or "<top level>", "a mapping of keys to values", data)
-        self.data: Mapping[str, Any] = data
-
-    def fail(self, key: str, expected: str, got: Any) -> None:
-        raise DeviceSpecError(
-            f"{self.source}: key {key!r} must be {expected}, got {got!r}",
-            fix=f"edit {self.source.name}; see devices/README.md for the keys a device file takes",
-        )
-
-    def key(self, name: str) -> str:
-        return f"{self.path}.{name}" if self.path else name
-
-    def get(
-        self, name: str, kind: type | tuple[type, ...], default: Any = ..., expected: str = ""
-    ) -> Any:
-        if name not in self.data or self.data[name] is None:
-            if default is ...:
-                self.fail(self.key(name), expected or _describe(kind), "nothing")
-            return default
-        value = self.data[name]
-        # bool is an int in Python; a device file saying `warmup: true` is a mistake.
-        if isinstance(value, bool) and bool not in _as_tuple(kind):
-            self.fail(self.key(name), expected or _describe(kind), value)
-        if not isinstance(value, kind):
-            self.fail(self.key(name), expected or _describe(kind), value)
-        return value
-
-    def choice(self, name: str, choices: tuple[str, ...], default: str) -> str:
-        value = self.get(name, str, default)
-        if value not in choices:
-            self.fail(self.key(name), "one of " + ", ".join(choices), value)
-        return str(value)
-
-    def positive(self, name: str, default: float | None, integer: bool = False) -> Any:
-        kind: tuple[type, ...] = (int,) if integer else (int, float)
-        expected = "a positive integer" if integer else "a positive number"
-        value = self.get(name, kind, default, expected)
-        if value is not None and value <= 0:
-            self.fail(self.key(name), expected, value)
-        return value
-
-    def section(self, name: str) -> _Reader:
-        return _Reader(self.get(name, Mapping, {}), self.source, self.key(name))
-
-    def reject_unknown(self, known: tuple[str, ...]) -> None:
-        for key in self.data:
-            if key not in known:
-                self.fail(
-                    self.key(str(key)), "one of the known keys (" + ", ".join(known) + ")", key
-                )
-
-
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _describe(kind: type | tuple[type, ...]) -> str:
-    names = {
-        str: "a string",
-        int: "an integer",
-        float: "a number",
-        Mapping: "a mapping",
-        list: "a list",
-    }
-    return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))
-
-
 def _freeze(value: Any) -> Any:
     if isinstance(value, Mapping):
         return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
@@ -177,7 +106,7 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def _parse_recipes(reader: _Reader) -> tuple[RecipeSpec, ...]:
+def _parse_recipes(reader: Section) -> tuple[RecipeSpec, ...]:
     raw = reader.get("recipes", list, expected="a list of recipe names or {name, options} mappings")
     if not raw:
         reader.fail("recipes", "a non-empty list of recipes", raw)
@@ -187,7 +116,7 @@ def _parse_recipes(reader: _Reader) -> tuple[RecipeSpec, ...]:
         if isinstance(item, str):
             specs.append(RecipeSpec(item))
             continue
-        entry = _Reader(item, reader.source, key)
+        entry = Section(item, reader.source, key)
         entry.reject_unknown(("name", "options"))
         specs.append(RecipeSpec(entry.get("name", str), _freeze(entry.get("options", Mapping, {}))))
     names = [s.name for s in specs]
@@ -196,7 +125,7 @@ def _parse_recipes(reader: _Reader) -> tuple[RecipeSpec, ...]:
     return tuple(specs)
 
 
-def _parse_latency(reader: _Reader) -> LatencySpec:
+def _parse_latency(reader: Section) -> LatencySpec:
     section = reader.section("latency")
     section.reject_unknown(
         (
@@ -229,8 +158,8 @@ def _parse_latency(reader: _Reader) -> LatencySpec:
         )
     budget = section.positive("budget_ms", None)
     return LatencySpec(
-        timing=section.choice("timing", TIMING_KINDS, "measured"),
-        hardware=section.choice("hardware", HARDWARE_KINDS, "fixed"),
+        timing=Timing(section.choice("timing", TIMING_KINDS, "measured")),
+        hardware=Hardware(section.choice("hardware", HARDWARE_KINDS, "fixed")),
         scale=float(section.positive("scale", 1.0)),
         budget_ms=None if budget is None else float(budget),
         statistic=section.choice("statistic", STATISTICS, "median"),
@@ -238,7 +167,7 @@ def _parse_latency(reader: _Reader) -> LatencySpec:
     )
 
 
-def _parse_memory(reader: _Reader) -> MemorySpec:
+def _parse_memory(reader: Section) -> MemorySpec:
     section = reader.section("memory")
     section.reject_unknown(("pte_max_bytes", "sram_max_bytes", "flash_max_bytes", "ram_max_bytes"))
     return MemorySpec(
@@ -251,7 +180,7 @@ def _parse_memory(reader: _Reader) -> MemorySpec:
 
 def parse_device(data: Any, source: Path) -> DeviceSpec:
     """Validate one device file's content; raise DeviceSpecError naming the first problem."""
-    reader = _Reader(data, source)
+    reader = Section(data, source)
     reader.reject_unknown(
         ("name", "kind", "description", "recipes", "latency", "memory", "connection", "npu")
     )
@@ -269,14 +198,19 @@ def parse_device(data: Any, source: Path) -> DeviceSpec:
                 f"the device's npu ({npu!r})",
                 compiled_for,
             )
+    kind = TargetKind(reader.choice("kind", TARGET_KINDS, "host"))
+    settings = parse_settings(
+        kind, reader.section("connection"), device=name, npu=npu,
+        accelerators=[r.options.get("accelerator_config") for r in recipes],
+    )  # fmt: skip
     return DeviceSpec(
         name=name,
-        kind=reader.choice("kind", TARGET_KINDS, "host"),
+        kind=kind,
         description=reader.get("description", str, ""),
         recipes=recipes,
         latency=_parse_latency(reader),
         memory=_parse_memory(reader),
-        connection=_freeze(reader.get("connection", Mapping, {})),
+        settings=settings,
         source=source,
         npu=npu,
     )

@@ -6,8 +6,12 @@ the code that reads them as types, not as string-keyed guesses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from hil.artifacts.partition import PartitionReport
+from hil.ethos_u.vela import VelaSummary
 
 
 @dataclass(frozen=True)
@@ -25,3 +29,75 @@ class OutputSensitivity:
     @classmethod
     def from_dict(cls, data: Any) -> OutputSensitivity:
         return cls(float(data["max_steps"]), float(data["off_fraction"]), int(data["runs"]))
+
+
+@dataclass(frozen=True)
+class DelegatePart:
+    """One Ethos-U delegate of a .pte and its side files (delegates/<name>/)."""
+
+    name: str
+    folder: str  # relative to the artifact folder
+    tosa_sha256: str  # of <folder>/out.tosa, the TOSA graph Vela compiled
+    command_stream_bytes: int
+    vela: VelaSummary | None = None  # Vela's estimate for this delegate
+
+
+@dataclass(frozen=True)
+class EthosUPart:
+    """What the ethos-u recipe compiled for: the NPU, its MAC rate, the delegates, Vela's total."""
+
+    accelerator: str
+    macs_per_cycle: float
+    delegates: tuple[DelegatePart, ...] = ()
+    vela: VelaSummary | None = None  # all delegates combined
+
+
+@dataclass(frozen=True)
+class CortexMPart:
+    """What the cortex-m recipe lowered for."""
+
+    cpu: str
+    cmsis_nn_backend: str
+    channels_last: bool  # 4-D inputs go channels-last, as the lowering expects
+
+
+@dataclass(frozen=True)
+class ArtifactParts:
+    """The typed side of an artifact, as targets and verdicts read it."""
+
+    partition: PartitionReport | None = None
+    ethos_u: EthosUPart | None = None
+    cortex_m: CortexMPart | None = None
+
+    @classmethod
+    def from_details(cls, details: Mapping[str, Any]) -> ArtifactParts:
+        """Read once from the artifact's record (artifact.json `details`), which recipes wrote."""
+        partition = details.get("partition")
+        return cls(
+            partition=PartitionReport.from_dict(partition) if partition else None,
+            ethos_u=_ethos_u(details) if "accelerator_config" in details else None,
+            cortex_m=_cortex_m(details) if details.get("cortex_m") else None,
+        )
+
+
+def _vela(data: Any) -> VelaSummary | None:
+    return VelaSummary(**data) if isinstance(data, Mapping) else None
+
+
+def _ethos_u(details: Mapping[str, Any]) -> EthosUPart:
+    return EthosUPart(
+        accelerator=str(details["accelerator_config"]),
+        macs_per_cycle=float(details["macs_per_cycle"]),
+        delegates=tuple(
+            DelegatePart(str(d["name"]), str(d["folder"]), str(d["tosa_sha256"]),
+                         int(d["command_stream_bytes"]), _vela(d.get("vela")))
+            for d in details.get("delegates", ())
+        ),
+        vela=_vela(details.get("vela")),
+    )
+
+
+def _cortex_m(details: Mapping[str, Any]) -> CortexMPart:
+    part = details["cortex_m"]
+    return CortexMPart(str(part["cpu"]), str(part["cmsis_nn_backend"]),
+                       part.get("input_layout") == "channels_last")  # fmt: skip

@@ -13,6 +13,7 @@ entry whose .pte no longer matches its recorded sha256 is reported, removed and 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from hil.arrays import Array
-from hil.artifacts.parts import OutputSensitivity
+from hil.artifacts.parts import ArtifactParts, OutputSensitivity
 from hil.errors import CacheError, ExportError, ResourceExhausted, resource_exhaustion
 from hil.locks import file_lock
 from hil.recipes.base import ExportProduct
@@ -37,6 +38,7 @@ from hil.recipes.base import ExportProduct
 PTE_NAME = "model.pte"
 META_NAME = "artifact.json"
 QREF_NAME = "quantized_reference.npz"
+HOST_PROGRAM = "host_program.pt2"
 FORMAT = 2
 
 log = logging.getLogger("hil.artifacts.store")
@@ -64,6 +66,18 @@ class Artifact:
     @property
     def pte_path(self) -> Path:
         return self.folder / PTE_NAME
+
+    @functools.cached_property
+    def parts(self) -> ArtifactParts:
+        """What the recipe recorded beside the .pte, typed (targets read this, not details)."""
+        return ArtifactParts.from_details(self.details)
+
+    @property
+    def host_program(self) -> Path | None:
+        """The program without ExecuTorch's runtime, when the recipe kept one (the stand-ins
+        run it: hil.recipes.host_program)."""
+        path = self.folder / HOST_PROGRAM
+        return path if path.is_file() else None
 
     def quantized_reference(self) -> tuple[Array, ...] | None:
         path = self.folder / QREF_NAME

@@ -13,6 +13,7 @@ from hil.devices import DeviceSpec
 from hil.doctor import MISSING, NOTE, OK, Finding, finding_from
 from hil.errors import TargetUnavailable
 from hil.runner import firmware
+from hil.settings.serial import SerialSettings, VirtualBoard
 
 
 def tool(name: str, fix: str, *, what: str | None = None, blocking: bool = True) -> Finding:
@@ -77,17 +78,19 @@ def check_tosa(spec: DeviceSpec) -> Iterator[Finding]:
 
 def check_serial(spec: DeviceSpec) -> Iterator[Finding]:
     """Serial targets: a virtual board needs its emulator and toolchain; a real one its port."""
-    virtual = spec.connection.get("virtual")
-    if virtual == "qemu-mps3-an547":
+    settings = spec.settings
+    if not isinstance(settings, SerialSettings):
+        return
+    if settings.virtual is VirtualBoard.QEMU_MPS3_AN547:
         yield tool("qemu-system-arm", "apt-get install qemu-system-arm")
-        config = firmware.firmware_config(spec, "cortex-m55")
+        config = firmware.firmware_config(spec)
         yield _bare_metal_engine(config)
-    elif virtual == "host-runner":
-        config = firmware.firmware_config(spec, "host")
+    elif settings.virtual is VirtualBoard.HOST_RUNNER:
+        config = firmware.firmware_config(spec)
     else:
-        port = str(spec.connection.get("port", ""))
+        port = settings.port or ""
         exists = not port.startswith("/") or os.path.exists(port)
-        yield Finding("port", OK if exists else MISSING, port or "(none)",
+        yield Finding("port", OK if exists else MISSING, port or "(a labgrid place)",
                       None if exists else "connect the board, or fix connection.port")  # fmt: skip
         yield Finding("board", NOTE, "reached only when a run provisions it")
         return

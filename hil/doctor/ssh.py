@@ -10,14 +10,14 @@ from hil.devices import DeviceSpec
 from hil.doctor import Finding, finding_from
 from hil.doctor.checks import compiler, runner_build, tool
 from hil.errors import TargetUnavailable
+from hil.resources.emulated_pi import SSHD
 from hil.runner import firmware
 from hil.runner.aarch64_sdk import executorch_root
-from hil.targets.emulated_pi import SSHD
-from hil.targets.ssh_settings import SshSettings, real_endpoint
+from hil.targets.ssh import real_endpoint, ssh_settings
 
 
 def check_ssh(spec: DeviceSpec) -> Iterator[Finding]:
-    settings = SshSettings.from_spec(spec)
+    settings = ssh_settings(spec)
     yield tool("ssh", "apt-get install openssh-client", what="ssh client")
     if settings.virtual is None:
         yield finding_from("login", lambda: real_endpoint(spec, settings).address)

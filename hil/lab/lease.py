@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from hil.errors import InfrastructureError
 from hil.lab.client import LabClient, PlaceView, ResourceView
 from hil.lab.errors import LabError, NoFreeBoard
-from hil.lab.settings import LabSettings
+from hil.settings import LabSettings
 
 POLL_S = 0.2
 RESOURCES_READY_S = 15.0

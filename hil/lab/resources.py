@@ -1,7 +1,7 @@
 """From a leased place's resources to the device spec of the target that uses them.
 
-Resources hold data only; this module reads them and writes the inner kind's connection keys,
-so SerialTarget and SshTarget run unchanged on a board found through labgrid:
+Resources hold data only; this module reads them and fills in the inner kind's settings, so
+SerialTarget and SshTarget run unchanged on a board found through labgrid:
 
     NetworkSerialPort  (an exported RawSerialPort / USBSerialPort, served by ser2net)
                        -> serial `port: telnet://HOST:PORT` (hil's fast telnet link)
@@ -12,14 +12,12 @@ so SerialTarget and SshTarget run unchanged on a board found through labgrid:
 from __future__ import annotations
 
 import dataclasses
-from types import MappingProxyType
-from typing import Any
 
 from hil.devices import DeviceSpec
 from hil.errors import DeviceSpecError
 from hil.lab.client import ResourceView
 from hil.lab.lease import BoardNotReady, Lease
-from hil.lab.settings import LabSettings
+from hil.settings import SerialSettings, SshSettings
 from hil.transports.telnet_link import telnet_url
 
 LAB_KINDS = ("serial", "ssh")
@@ -44,22 +42,26 @@ def serial_url(lease: Lease, name: str | None = None) -> str:
     return telnet_url(str(resource.params["host"]), int(resource.params["port"]))
 
 
-def ssh_keys(lease: Lease) -> dict[str, Any]:
+def ssh_login(lease: Lease) -> tuple[str, int, str]:
+    """(host, port, user) of the place's SSH service."""
     service = _one(lease, "NetworkService", None).params
-    return {"host": str(service["address"]), "port": int(service.get("port", 22)),
-            "user": str(service["username"])}
+    return str(service["address"]), int(service.get("port", 22)), str(service["username"])
 
 
-def inner_spec(spec: DeviceSpec, settings: LabSettings, lease: Lease) -> DeviceSpec:
+def inner_spec(spec: DeviceSpec, lease: Lease) -> DeviceSpec:
     """The device spec of the board behind the lease, as its own kind reads it."""
-    connection = dict(settings.inner)
-    if spec.kind == "serial":
-        connection["port"] = serial_url(lease, settings.serial)
-    elif spec.kind == "ssh":
-        connection.update(ssh_keys(lease))
+    settings = spec.settings
+    if isinstance(settings, SerialSettings):
+        port = serial_url(lease, settings.labgrid.serial if settings.labgrid else None)
+        inner: SerialSettings | SshSettings = dataclasses.replace(settings, port=port,
+                                                                 labgrid=None)
+    elif isinstance(settings, SshSettings):
+        host, port_number, user = ssh_login(lease)
+        inner = dataclasses.replace(settings, host=host, port=port_number, user=user,
+                                    labgrid=None)
     else:
         raise DeviceSpecError(
             f"{spec.source}: kind {spec.kind!r} cannot be reached through labgrid; "
             "connection.labgrid works with kinds " + ", ".join(LAB_KINDS)
         )
-    return dataclasses.replace(spec, connection=MappingProxyType(connection))
+    return dataclasses.replace(spec, settings=inner)

@@ -1,6 +1,6 @@
 """LabTarget: a serial or ssh board found through labgrid, leased for as long as it is in use.
 
-A device file whose connection names a labgrid place or pool (hil/lab/settings.py) becomes a
+A device file whose connection names a labgrid place or pool (hil/settings/lab.py) becomes a
 LabTarget. Provisioning leases a place (reservation, wait, acquire: hil/lab/lease.py) and
 provisions the inner target (SerialTarget, SshTarget) on the place's resources, unchanged;
 deploy and run go to the inner target. What the lab adds is what happens when the board
@@ -45,8 +45,8 @@ from hil.lab.client import LabClient
 from hil.lab.lease import Lease, Leaser
 from hil.lab.power import LabgridPower, place_power
 from hil.lab.resources import inner_spec
-from hil.lab.settings import LabSettings
 from hil.lab.stale import LeaseBook
+from hil.settings import LabSettings, lab_settings
 from hil.targets import make_target
 from hil.targets.base import Deployment, RunResult, Target
 
@@ -62,15 +62,13 @@ class LabTarget(Target):
     # -- lifecycle -------------------------------------------------------------------------
 
     def _provision(self) -> None:
-        self._settings = LabSettings.from_spec(self.spec)
+        settings = lab_settings(self.spec.settings)
+        assert settings is not None, "make_target builds a LabTarget only for labgrid devices"
+        self._settings = settings
         self._client = LabClient(self._settings.coordinator).connect()
         self._leaser = LabLeases(self._client, self._settings, self.spec.name)
         atexit.register(self._leaser.release_all)
-        try:
-            self._inner = self._take_board()
-        except BaseException:
-            self._close()
-            raise
+        self._inner = self._take_board()
 
     def _take_board(self) -> Target:
         """The inner target provisioned on a place of the pool; places whose board fails are
@@ -86,7 +84,7 @@ class LabTarget(Target):
 
     def _start_inner(self, lease: Lease, *, power_cycle_on_failure: bool) -> Target:
         lease = self._leaser.ready(lease)
-        inner = _provisioned(inner_spec(self.spec, self._settings, lease))
+        inner = _provisioned(inner_spec(self.spec, lease))
         if isinstance(inner, InfrastructureError) and power_cycle_on_failure:
             power = self._power()
             if power is None:
@@ -94,19 +92,24 @@ class LabTarget(Target):
             self.log.warning("%s does not answer (%s); power-cycling it", lease.place,
                              inner.message)
             power.cycle()
-            inner = _provisioned(inner_spec(self.spec, self._settings, lease))
+            inner = _provisioned(inner_spec(self.spec, lease))
         if isinstance(inner, InfrastructureError):
             raise inner
         self.log.info("on %s", lease.place)
         return inner
 
     def _close(self) -> None:
-        inner = getattr(self, "_inner", None)
+        """Release what is held; after a failed provision, only what it reached."""
+        inner: Target | None = getattr(self, "_inner", None)
         if inner is not None:
             inner.teardown()
-        self._leaser.release_all()
-        atexit.unregister(self._leaser.release_all)
-        self._client.close()
+        leaser: LabLeases | None = getattr(self, "_leaser", None)
+        if leaser is not None:
+            leaser.release_all()
+            atexit.unregister(leaser.release_all)
+        client: LabClient | None = getattr(self, "_client", None)
+        if client is not None:
+            client.close()
 
     def _teardown(self) -> None:
         self._close()

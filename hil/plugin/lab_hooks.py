@@ -27,6 +27,7 @@ from hil.lab.quarantine import Entry, Quarantine, load
 from hil.plugin.lab_summary import render
 from hil.plugin.outcomes import is_test_failure, variant_of
 from hil.plugin.state import STATE, HilState
+from hil.settings import lab_settings
 from hil.verdict.result import CheckResult
 
 
@@ -77,7 +78,7 @@ def register(config: pytest.Config) -> None:
     config.pluginmanager.register(AttemptRecorder(state), "hil-attempts")
     if quarantine is not None:
         config.pluginmanager.register(QuarantinePlugin(quarantine), "hil-quarantine")
-    if any("labgrid" in state.registry.get(t).connection for t in state.options.targets):
+    if any(lab_settings(state.registry.get(t).settings) for t in state.options.targets):
         config.pluginmanager.register(SigtermExit(), "hil-sigterm")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(LabSummary(state), "hil-lab-summary")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hil import errors
+import hil.errors as errors
 from hil.plugin.state import Variant
 from hil.verdict.result import RECORD_VERSION
 

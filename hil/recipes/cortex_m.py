@@ -158,9 +158,11 @@ class CortexMRecipe(Recipe):
             quantized_ops=model.quantized_ops,
             sensitivity=model.sensitivity,
             details={
-                "cpu": self.options["cpu"],
-                "cmsis_nn_backend": target.backend.name,
-                "input_layout": "channels_last",
+                "cortex_m": {
+                    "cpu": self.options["cpu"],
+                    "cmsis_nn_backend": target.backend.name,
+                    "input_layout": "channels_last",
+                },
                 "partition": report.to_dict(),
                 "quantized_model": model.key[:16],
             },

@@ -38,13 +38,8 @@ import numpy as np
 import torch
 
 from hil.arrays import Array
-from hil.artifacts.fingerprint import (
-    digest_of,
-    input_spec,
-    tensor_fingerprint,
-    tensors_fingerprint,
-    tool_versions,
-)
+from hil.artifacts.fingerprint import tensor_fingerprint
+from hil.artifacts.keys import key_of
 from hil.artifacts.parts import OutputSensitivity
 from hil.case import BuiltCase
 from hil.errors import CacheError
@@ -102,19 +97,12 @@ def prepared_fingerprint(prepared: torch.fx.GraphModule) -> str:
 
 
 def store_key(built: BuiltCase, identity: Mapping[str, Any], prepared: torch.fx.GraphModule) -> str:
-    return digest_of(
-        {
-            "format": FORMAT,
-            "prepared": prepared_fingerprint(prepared),
-            "inputs": input_spec(built.inputs),
-            "input_values": tensors_fingerprint(built.inputs),
-            "calibration": tensors_fingerprint(
-                t for sample in built.calibration_or_default() for t in sample
-            ),
-            "quantizer": dict(identity),
-            "versions": dict(tool_versions()),
-        }
-    )
+    own = {
+        "format": FORMAT,
+        "prepared": prepared_fingerprint(prepared),
+        "quantizer": dict(identity),
+    }
+    return key_of(built, own, values=True)[0]
 
 
 class QuantizedStore:

@@ -28,19 +28,10 @@ from hil.errors import (
 )
 from hil.runner import messages as m
 from hil.runner.framing import Corrupt, Frame, FrameDecoder, encode
+from hil.settings.common import LinkPolicy
 from hil.transports import Link
 
 REFLASH = "rebuild the runner (hil firmware build --target NAME) and flash it"
-
-
-@dataclass(frozen=True)
-class LinkPolicy:
-    """How long to wait and how often to ask again."""
-
-    reply_timeout_s: float = 2.0  # a small request's reply
-    bytes_per_s: float = 50_000.0  # the slowest rate expected, to stretch waits for big frames
-    run_timeout_s: float = 60.0  # silence allowed while a RUN executes (progress resets it)
-    retries: int = 3  # repeats of one request after the first try
 
 
 @dataclass

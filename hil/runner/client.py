@@ -23,11 +23,11 @@ from hil.runner.channel import (
     REFLASH,
     Channel,
     Failed,
-    LinkPolicy,
     LinkStats,
     too_large,
 )
 from hil.runner.framing import OVERHEAD
+from hil.settings.common import LinkPolicy
 from hil.transports import Link
 
 __all__ = ["LinkPolicy", "LinkStats", "LoadOutcome", "RunnerClient"]

@@ -35,8 +35,10 @@ from types import MappingProxyType
 
 from hil.bundled import firmware_dir
 from hil.devices import DeviceSpec
-from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+from hil.errors import DeployError, TargetUnavailable
 from hil.locks import file_lock
+from hil.settings import FvpSettings, SerialSettings, SshSettings
+from hil.settings.common import FIRMWARE_PRESETS, FirmwareChoice
 
 log = logging.getLogger("hil.runner.firmware")
 
@@ -48,16 +50,7 @@ def source_dir() -> Path:
     return SOURCE_DIR if SOURCE_DIR is not None else firmware_dir()
 
 
-# preset -> (compiler that identifies the toolchain, whether it links the executorch wheel)
-PRESETS: Mapping[str, tuple[str, bool]] = MappingProxyType({
-    "host": ("c++", True),
-    "linux-aarch64": ("aarch64-linux-gnu-g++", True),
-    "cortex-m55": ("arm-none-eabi-gcc", False),
-    "corstone-300": ("arm-none-eabi-gcc", False),
-    "corstone-320": ("arm-none-eabi-gcc", False),
-    "corstone-300-board": ("arm-none-eabi-gcc", False),
-    "corstone-320-board": ("arm-none-eabi-gcc", False),
-})
+PRESETS = FIRMWARE_PRESETS
 INSTALL_HINT = {
     "c++": "apt-get install g++",
     "aarch64-linux-gnu-g++": "apt-get install g++-aarch64-linux-gnu",
@@ -90,26 +83,23 @@ def default_firmware_dir() -> Path:
     return Path(os.environ.get("HIL_FIRMWARE_DIR", ".hil/firmware"))
 
 
-def firmware_config(spec: DeviceSpec, default_preset: str = "host") -> FirmwareConfig:
-    """The runner configuration a device file asks for."""
-    raw = spec.connection.get("firmware", default_preset)
-    if isinstance(raw, str):
-        preset, defines = raw, {}
-    elif isinstance(raw, Mapping) and isinstance(raw.get("preset"), str):
-        preset, defines = raw["preset"], dict(raw.get("defines") or {})
-    else:
-        raise DeviceSpecError(
-            f"{spec.source}: connection.firmware must be a preset name or {{preset, defines}}, "
-            f"got {raw!r}",
-            fix="presets: " + ", ".join(PRESETS),
-        )
-    if preset not in PRESETS:
-        raise DeviceSpecError(
-            f"{spec.source}: connection.firmware names preset {preset!r}, which "
-            "firmware/CMakePresets.json does not have",
-            fix="presets: " + ", ".join(PRESETS),
-        )
-    return FirmwareConfig(preset, MappingProxyType({str(k): str(v) for k, v in defines.items()}))
+def firmware_config(spec: DeviceSpec, default_preset: str | None = None) -> FirmwareConfig:
+    """The runner configuration a device file asks for (its preset was checked at load)."""
+    choice: FirmwareChoice = getattr(spec.settings, "firmware", None) or FirmwareChoice()
+    preset = choice.preset or default_preset or default_preset_of(spec)
+    return FirmwareConfig(preset, choice.defines)
+
+
+def default_preset_of(spec: DeviceSpec) -> str:
+    """The runner a device of this kind runs when its file names none."""
+    settings = spec.settings
+    if isinstance(settings, SerialSettings):
+        return settings.default_preset
+    if isinstance(settings, SshSettings):
+        return "linux-aarch64"
+    if isinstance(settings, FvpSettings):
+        return settings.platform.firmware_preset
+    return "host"
 
 
 @functools.lru_cache(maxsize=8)
@@ -280,17 +270,10 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
 def build_firmware(spec: DeviceSpec, force: bool = False) -> Path:
     """`hil firmware build --target NAME`: the built runner's path (for a Linux board, the
     folder with the runner and the libraries it is shipped with)."""
-    config = firmware_config(spec, _default_preset(spec))
+    config = firmware_config(spec)
     if config.preset != "linux-aarch64":
         return build(config, force=force).binary
     from hil.runner.aarch64_sdk import executorch_root, runner_bundle
 
     executorch_root(fetch=True)  # a set-up step: the aarch64 wheel is fetched here, once
     return runner_bundle(build(config, force=force).binary).folder
-
-
-def _default_preset(spec: DeviceSpec) -> str:
-    if spec.kind == "ssh":
-        return "linux-aarch64"
-    virtual = spec.connection.get("virtual")
-    return "cortex-m55" if virtual == "qemu-mps3-an547" else "host"

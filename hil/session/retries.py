@@ -9,7 +9,7 @@
 
 Where the retry runs: a target that recovered by itself (InfrastructureRecovered: a board
 power-cycled, or another board of a labgrid pool taken) is used as it now is, which for a
-pool is another board; any other target was taken out of service by the session and is
+pool is another board; any other target was taken out of service by the pool and is
 provisioned afresh for the retry. Every attempt is kept (where it ran, what happened, what
 was done about it), so a report shows the retries rather than hiding them.
 """
@@ -32,7 +32,7 @@ from hil.verdict.result import CheckResult
 
 if TYPE_CHECKING:
     from hil.case import Case
-    from hil.session import Session
+    from hil.session.pool import TargetPool
 
 log = logging.getLogger("hil.session.retries")
 MAX_FAILURE = 300
@@ -93,18 +93,18 @@ def _first_line(error: HilError) -> str:
 
 
 def check_with_retries(
-    session: Session,
+    pool: TargetPool,
     case: Case,
     target: str,
     recipe: str | None,
     once: Callable[[], CheckResult],
     retries: int,
 ) -> tuple[CheckResult | None, HilError | None, Attempts]:
-    """Run `once` (one check on the session) up to 1 + `retries` times while it fails on
+    """Run `once` (one check on a target of `pool`) up to 1 + `retries` times while it fails on
     the infrastructure; returns the last result or error, and every attempt."""
     attempts: list[Attempt] = []
     while True:
-        where = session.board_of(target)  # None: provisioned by this attempt
+        where = pool.board_of(target)  # None: provisioned by this attempt
         try:
             result = once()
         except HilError as e:
@@ -119,12 +119,12 @@ def check_with_retries(
             if not lab_failed or len(attempts) > retries:
                 return None, e, Attempts(case.name, target, recipe, tuple(attempts))
             if not isinstance(e, InfrastructureRecovered):
-                session.reinstate(target)
+                pool.reinstate(target)
                 attempts[-1] = _with_recovery(attempts[-1], "the target is provisioned afresh")
             log.warning("%s on %s: attempt %d on %s lost to %s; retrying", case.name, target,
                         len(attempts), board, attempts[-1].error_class)
             continue
-        board = where or session.board_of(target) or target
+        board = where or pool.board_of(target) or target
         attempts.append(Attempt(len(attempts) + 1, board, result.verdict))
         return result, None, Attempts(case.name, target, recipe, tuple(attempts))
 

@@ -7,6 +7,7 @@ import importlib
 
 from hil.devices import DeviceSpec
 from hil.errors import UsageError
+from hil.settings import lab_settings
 from hil.targets.base import Deployment, RunResult, State, Target
 
 # kind -> "module:Class", imported only when a device of that kind is used.
@@ -21,7 +22,7 @@ TARGET_CLASSES = {
 
 
 def make_target(spec: DeviceSpec) -> Target:
-    if "labgrid" in spec.connection:  # a serial or ssh board leased from a labgrid lab
+    if lab_settings(spec.settings) is not None:  # a serial or ssh board leased from a labgrid lab
         from hil.lab.target import LabTarget
 
         return LabTarget(spec)

@@ -102,8 +102,22 @@ class Target(ABC):
             raise TargetStateError(
                 f"{type(self).__name__}({self.spec.name}) is {self.state.value!r}; provision once"
             )
-        self._provision()
+        try:
+            self._provision()
+        except BaseException:
+            self._release_half_provisioned()
+            raise
         self.state = State.READY
+
+    def _release_half_provisioned(self) -> None:
+        """What a failed `_provision` started (an emulator, an sshd, a lease) is released
+        before the error leaves: `_teardown` must cope with any part never having started."""
+        try:
+            self._teardown()
+        except Exception:
+            self.log.exception("releasing what the failed provision started failed")
+        finally:
+            self.state = State.CLOSED
 
     def teardown(self) -> None:
         """Release everything; safe to call in any state, and more than once."""

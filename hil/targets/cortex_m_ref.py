@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 import torch
 
 from hil.arrays import to_array
-from hil.artifacts.partition import PartitionReport
 from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
@@ -58,21 +57,20 @@ class CortexMRefTarget(Target):
     def _deploy(self, artifact: Artifact) -> Deployment:
         if artifact.sha256 in self._loaded:
             return Deployment(artifact.sha256)
-        if "partition" not in artifact.details or "cpu" not in artifact.details:
+        part, report = artifact.parts.cortex_m, artifact.parts.partition
+        if part is None or report is None or artifact.host_program is None:
             raise DeployError(
                 f"{artifact.pte_path} was not made by the cortex-m recipe",
                 fix="export with the target's own recipe",
             )
         module = load_host_program(artifact.folder)
-        report = PartitionReport.from_dict(artifact.details["partition"])
         counters = {
             "cmsis_nn_ops": float(report.accelerated_count),
             "portable_ops": float(report.fallback_count),
             "cmsis_nn_fraction": report.delegated_fraction,
             "pte_bytes": float(artifact.size),
         }
-        layout = artifact.details.get("input_layout") == "channels_last"
-        self._loaded[artifact.sha256] = (module, layout, counters)
+        self._loaded[artifact.sha256] = (module, part.channels_last, counters)
         return Deployment(artifact.sha256)  # in this process: nothing crosses a link
 
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:

@@ -101,22 +101,28 @@ class EthosURefTarget(Target):
     def _deploy(self, artifact: Artifact) -> Deployment:
         if artifact.sha256 in self._loaded:
             return Deployment(artifact.sha256)
-        details = artifact.details
-        if details.get("accelerator_config") != self.spec.npu:
+        part, partition = artifact.parts.ethos_u, artifact.parts.partition
+        if part is None or partition is None or artifact.host_program is None:
             raise DeployError(
-                f"{artifact.pte_path} was compiled for {details.get('accelerator_config')}, "
-                f"not for this target's {self.spec.npu}",
+                f"{artifact.pte_path} was not made by the ethos-u recipe",
                 fix="export with the target's own recipe",
             )
-        delegates = list(details.get("delegates", ()))
+        if part.accelerator != self.spec.npu:
+            raise DeployError(
+                f"{artifact.pte_path} was compiled for {part.accelerator}, not for this "
+                f"target's {self.spec.npu}",
+                fix="export with the target's own recipe",
+            )
         graphs: dict[str, bytes] = {}
         summaries: list[VelaSummary] = []
-        for delegate in delegates:
-            folder = artifact.folder / delegate["folder"]
-            graphs[delegate["name"]] = _tosa_graph(folder / TOSA_FILE, delegate["tosa_sha256"])
+        for delegate in part.delegates:
+            folder = artifact.folder / delegate.folder
+            graphs[delegate.name] = _tosa_graph(folder / TOSA_FILE, delegate.tosa_sha256)
             summaries.append(read_summary(folder / "output"))
         module = load_host_program(artifact.folder)
-        loaded = _Loaded(module, graphs, self._counters(artifact, combine(summaries)))
+        counters = self._counters(partition, part.macs_per_cycle, artifact.size,
+                                  combine(summaries))  # fmt: skip
+        loaded = _Loaded(module, graphs, counters)
         self._loaded[artifact.sha256] = loaded
         self.log.info(
             "deployed %s: %d NPU delegate(s), %s",
@@ -126,14 +132,14 @@ class EthosURefTarget(Target):
         )
         return Deployment(artifact.sha256)  # in this process: nothing crosses a link
 
-    def _counters(self, artifact: Artifact, vela: VelaSummary | None) -> dict[str, float]:
-        report = PartitionReport.from_dict(artifact.details["partition"])
-        per_cycle = float(artifact.details["macs_per_cycle"])
+    def _counters(
+        self, report: PartitionReport, per_cycle: float, pte_bytes: int, vela: VelaSummary | None
+    ) -> dict[str, float]:
         counters: dict[str, float] = {
             "delegates": float(report.delegates),
             "delegated_fraction": report.delegated_fraction,
             "fallback_ops": float(report.fallback_count),
-            "pte_bytes": float(artifact.size),
+            "pte_bytes": float(pte_bytes),
             "macs": float(report.macs),
             "npu_macs": float(report.accelerated_macs),
             "macs_per_cycle": per_cycle,

@@ -15,11 +15,11 @@ from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import (
     DeployError,
-    DeviceSpecError,
     MissingKernel,
     TargetCrash,
     TargetUnavailable,
 )
+from hil.settings import HostSettings
 from hil.targets.base import Deployment, RunResult, Target
 from hil.timing import timed_runs
 
@@ -40,14 +40,8 @@ class HostTarget(Target):
             ) from e
         self._runtime = Runtime.get()
         self._methods = {}
-        threads = self.spec.connection.get("threads", 1)
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise DeviceSpecError(
-                f"{self.spec.source}: key 'connection.threads' must be a positive integer, "
-                f"got {threads!r}",
-                fix=f"edit {self.spec.source.name}: the number of XNNPACK threads (1 matches "
-                "eager PyTorch's timing)",
-            )
+        settings = self.spec.settings
+        threads = settings.threads if isinstance(settings, HostSettings) else 1
         from executorch.extension.pybindings import portable_lib
 
         portable_lib._unsafe_reset_threadpool(threads)

@@ -83,8 +83,8 @@ def judge(
         labels=built.labels.numpy() if built.labels is not None else None,
         max_accuracy_drop=case.max_accuracy_drop,
     )
-    partition = artifact.details.get("partition")
-    report = PartitionReport.from_dict(partition) if partition else None
+    partition = artifact.details.get("partition")  # as recorded, for the report
+    report = artifact.parts.partition
     latency = budgets.latency_stats(seen.timings_us, seen.timing)
     budget = budgets.budget_for(case, spec, recipe.name)
     target = (

@@ -13,6 +13,7 @@ The verdict is read off the checks, the first failing question winning:
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ class CheckResult:
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-able summary (what the terminal table, reports and xdist workers exchange)."""
-        return {
+        record: dict[str, Any] = plain({
             "version": RECORD_VERSION,
             "case": self.case,
             "target": self.target,
@@ -193,7 +194,8 @@ class CheckResult:
                 c.cause for c in self.of(Question.PARTITION) if c.failed and c.cause
             ],
             "margin": json_number(self.margin()),
-        }
+        })
+        return record
 
     def _budget_record(self) -> dict[str, Any] | None:
         if self.budget is None:
@@ -242,3 +244,15 @@ def _finite(values: Mapping[str, Any]) -> dict[str, Any]:
         k: ("inf" if isinstance(v, float) and math.isinf(v) and v > 0 else v)
         for k, v in values.items()
     }
+
+
+def plain(value: Any) -> Any:
+    """`value` with enums as their values, all the way down: xdist's channel (execnet)
+    carries only built-in types, and a StrEnum is not one."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value

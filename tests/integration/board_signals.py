@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 
-from hil.targets.virtual_boards import HostRunnerBoard
+from hil.resources.virtual_boards import HostRunnerBoard
 
 
 def signal_when_logged(

@@ -18,7 +18,7 @@ import pytest
 from hil.devices import DeviceRegistry, DeviceSpec
 from hil.fvp import pmu
 from hil.runner import firmware
-from hil.targets.serial import open_link, prepare_board
+from hil.targets.serial import client_on, prepare_board
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_DRIVER = REPO / "tests" / "fakes" / "ethosu_api"
@@ -117,7 +117,7 @@ def test_the_corstone_runner_with_the_glue_links_wires_the_npu_interrupt_and_boo
 
     url = board.start()
     try:
-        link, client = open_link(spec, url)
+        link, client = client_on(spec, url)
         try:
             info = client.hello()
         finally:

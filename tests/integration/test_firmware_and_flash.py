@@ -17,10 +17,10 @@ import yaml
 from hil import Case, cli, seeded
 from hil.devices import DeviceRegistry
 from hil.errors import DeployError
+from hil.resources.virtual_boards import HostRunnerBoard
 from hil.runner import firmware
 from hil.runner.client import LinkPolicy, RunnerClient
 from hil.session import Session
-from hil.targets.virtual_boards import HostRunnerBoard
 from hil.transports.serial_link import SerialLink
 
 HERE = Path(__file__).resolve().parent

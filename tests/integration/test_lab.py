@@ -36,8 +36,8 @@ from hil.lab.client import LabClient
 from hil.lab.errors import NoFreeBoard
 from hil.lab.target import LabTarget
 from hil.lab.virtual_rack import VirtualRack
+from hil.resources.emulated_pi import EmulatedPi
 from hil.session import Session
-from hil.targets.emulated_pi import EmulatedPi
 
 pytestmark = needs_lab
 REPO = Path(__file__).resolve().parents[2]
@@ -250,7 +250,7 @@ def test_a_reservation_token_from_the_ci_job_is_used_and_left_to_the_job(
 HOLD = """
 import sys, time
 from hil.lab.client import LabClient
-from hil.lab.settings import LabSettings
+from hil.settings import LabSettings
 from hil.lab.target import LabLeases
 client = LabClient(sys.argv[1]).connect()
 leases = LabLeases(client, LabSettings(coordinator=sys.argv[1], filters={"name": "vb1"}), "holder")

@@ -14,11 +14,11 @@ from torch import nn
 from hil import Case, seeded
 from hil.errors import DeployError
 from hil.recipes import make_recipe
+from hil.resources.virtual_boards import HostRunnerBoard
 from hil.runner import firmware
 from hil.runner.client import LinkPolicy, RunnerClient
 from hil.runner.file_load import StaleModelFile, load_file
 from hil.session import Session
-from hil.targets.virtual_boards import HostRunnerBoard
 from hil.transports.serial_link import SerialLink
 
 

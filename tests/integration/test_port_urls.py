@@ -17,9 +17,9 @@ import yaml
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry
+from hil.resources.virtual_boards import HostRunnerBoard
 from hil.runner import firmware
 from hil.session import Session
-from hil.targets.virtual_boards import HostRunnerBoard
 
 REPO = Path(__file__).resolve().parents[2]
 

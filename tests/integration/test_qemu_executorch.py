@@ -23,7 +23,7 @@ from hil.devices import DeviceRegistry, TimingPolicy
 from hil.errors import MissingKernel, PoolsTooSmall, TargetCrash
 from hil.runner import messages as m
 from hil.session import Session
-from hil.targets.serial import SerialTarget, open_link, prepare_board
+from hil.targets.serial import SerialTarget, client_on, prepare_board
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = os.environ.get("EXECUTORCH_ROOT", "")
@@ -164,7 +164,7 @@ def test_a_corstone_runner_with_the_real_driver_boots_and_reports_the_npu_missin
     _, board = prepare_board(spec)
     url = board.start()
     try:
-        link, client = open_link(spec, url)
+        link, client = client_on(spec, url)
         try:
             info = client.hello()
             info = client.hello()  # after a faulted start the runner has reset once

@@ -16,9 +16,9 @@ from board_signals import signal_when_logged
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
 from hil.errors import LinkTimeout, TargetCrash
+from hil.resources.virtual_boards import HostRunnerBoard
 from hil.session import Session
 from hil.targets.serial import SerialTarget
-from hil.targets.virtual_boards import HostRunnerBoard
 
 REPO = Path(__file__).resolve().parents[2]
 

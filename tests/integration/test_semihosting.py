@@ -22,7 +22,7 @@ from hil.devices import DeviceRegistry, DeviceSpec
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.file_load import StaleModelFile, load_file
-from hil.targets.serial import open_link, prepare_board
+from hil.targets.serial import client_on, prepare_board
 
 MISSING = [tool for tool in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(
@@ -60,7 +60,7 @@ connection:
 class Booted:
     def __init__(self, spec: DeviceSpec) -> None:
         self.runner, self.board = prepare_board(spec)
-        self.link, self.client = open_link(spec, self.board.start())
+        self.link, self.client = client_on(spec, self.board.start())
 
     def close(self) -> str:
         self.link.close()

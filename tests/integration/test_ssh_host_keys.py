@@ -13,8 +13,8 @@ import yaml
 
 from hil.devices import DeviceRegistry
 from hil.errors import TargetUnavailable
+from hil.resources.emulated_pi import EmulatedPi
 from hil.session import Session
-from hil.targets.emulated_pi import EmulatedPi
 from hil.transports.ssh import HostKeyRefused, SshConnection, SshEndpoint
 
 pytestmark = pytest.mark.skipif(

@@ -20,14 +20,21 @@ from torch import nn
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
-from hil.errors import DeployError, InfrastructureError, LinkTimeout, ProtocolError, TargetCrash
+from hil.errors import (
+    DeployError,
+    InfrastructureError,
+    LinkTimeout,
+    ProtocolError,
+    TargetCrash,
+    TargetUnavailable,
+)
 from hil.recipes import make_recipe
+from hil.resources.virtual_boards import HostRunnerBoard
 from hil.runner import firmware
 from hil.runner import messages as m
 from hil.runner.client import LinkPolicy, RunnerClient
 from hil.session import Session
 from hil.targets.serial import SerialTarget
-from hil.targets.virtual_boards import HostRunnerBoard
 from hil.transports.serial_link import SerialLink
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,6 +134,31 @@ def test_runner_hang_times_out_and_takes_the_target_out_of_service(lab: Lab) -> 
     with pytest.raises(LinkTimeout) as again:
         session.check(TINY, "vhang", "xnnpack-int8")
     assert again.value is caught.value  # the first cause, at once
+
+
+def _runners_with(marker: str) -> list[int]:
+    """Pids of live processes whose command line holds `marker`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in argv:
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_failed_provision_stops_the_runner_it_started(lab: Lab) -> None:
+    """The runner starts and answers, but with the echo engine: the provision fails, and the
+    runner process it started is gone before the error reaches the test."""
+    marker = f"model={os.getpid() % 1000 + 100}K"  # a pool size only this test's runner has
+    lab.device("vecho", {"virtual": "host-runner",
+                         "runner_args": ["--engine", "echo", "--pool", marker]})
+    session = lab.session()
+    with pytest.raises(TargetUnavailable, match="echo engine, which links no ExecuTorch"):
+        session.check(TINY, "vecho", "portable")
+    assert _runners_with(marker) == []
 
 
 def test_model_larger_than_the_pool_is_refused_naming_both_sizes(lab: Lab) -> None:

@@ -25,6 +25,7 @@ DEVICE = {
     "kind": "serial",
     "recipes": ["portable", "xnnpack-fp32"],
     "latency": {"scale": 3.0, "budget_ms": 50},
+    "connection": {"port": "/dev/ttyACM0"},
 }
 
 

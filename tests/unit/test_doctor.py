@@ -13,7 +13,7 @@ from fakes.fvp import install
 from hil import cli
 from hil.devices import DeviceRegistry, parse_device
 from hil.doctor import MISSING, NOTE, OK, diagnose, render
-from hil.errors import TargetUnavailable
+from hil.errors import DeviceSpecError, TargetUnavailable
 from hil.session import Session
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -66,13 +66,12 @@ def test_fvp_with_the_fake_binary_is_ready_with_its_version(
     assert all(f.blocking is None for f in found.values())
 
 
-def test_macs_disagreement_is_an_error_verdict(tmp_path: Path) -> None:
+def test_macs_disagreement_is_refused_when_the_file_loads(tmp_path: Path) -> None:
     data = yaml.safe_load((REPO / "devices" / "fvp-u55.yaml").read_text())
     data["connection"]["num_macs"] = 256
-    diagnosis = diagnose(parse_device(data, tmp_path / "fvp-u55.yaml"))
-    assert diagnosis.findings[0].status == MISSING
-    assert diagnosis.verdict().startswith("error in pytest: target fvp-u55: ")
-    assert "num_macs is 256" in diagnosis.verdict()
+    with pytest.raises(DeviceSpecError, match="num_macs is 256, but the device's npu "
+                       "ethos-u55-128 has 128 MACs"):  # fmt: skip
+        parse_device(data, tmp_path / "fvp-u55.yaml")
 
 
 def test_cli_doctor_exit_code_is_strict_only_on_request(

@@ -13,7 +13,8 @@ from hil.errors import DeviceSpecError
 from hil.lab.client import PlaceView, ResourceView
 from hil.lab.lease import Lease, matches
 from hil.lab.resources import inner_spec
-from hil.lab.settings import DEFAULT_COORDINATOR, LabSettings
+from hil.settings import LabSettings, SerialSettings, SshSettings, lab_settings
+from hil.settings.lab import DEFAULT_COORDINATOR
 
 
 def spec(labgrid: Any, kind: str = "serial", **connection: Any) -> Any:
@@ -22,17 +23,24 @@ def spec(labgrid: Any, kind: str = "serial", **connection: Any) -> Any:
     return parse_device(data, Path("devices/rack.yaml"))
 
 
+def lab(labgrid: Any, kind: str = "serial", **connection: Any) -> LabSettings:
+    settings = lab_settings(spec(labgrid, kind, **connection).settings)
+    assert settings is not None
+    return settings
+
+
 def test_tags_make_a_pool_and_the_rest_of_connection_is_the_inner_kinds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("LG_COORDINATOR", raising=False)
-    settings = LabSettings.from_spec(spec({"tags": {"board": "vboard", "rack": "r1"}},
-                                          reply_timeout_s=3.0))
+    device = spec({"tags": {"board": "vboard", "rack": "r1"}}, reply_timeout_s=3.0)
+    settings = lab_settings(device.settings)
+    assert settings is not None
     assert dict(settings.filters) == {"board": "vboard", "rack": "r1"}
     assert settings.pool == "board=vboard rack=r1"
     assert settings.coordinator == DEFAULT_COORDINATOR
     assert settings.tokens == () and settings.power and settings.wait_s == 600.0
-    assert dict(settings.inner) == {"reply_timeout_s": 3.0}
+    assert device.settings.policy.reply_timeout_s == 3.0
 
 
 def test_a_place_is_the_name_filter_and_env_values_are_read(
@@ -40,8 +48,8 @@ def test_a_place_is_the_name_filter_and_env_values_are_read(
 ) -> None:
     monkeypatch.setenv("LG_COORDINATOR", "lab.example:20408")
     monkeypatch.setenv("LG_TOKEN", "AAA, BBB")
-    settings = LabSettings.from_spec(spec({"place": "rack1-vb3", "token": "$LG_TOKEN",
-                                           "prio": 10, "power": False}))
+    settings = lab({"place": "rack1-vb3", "token": "$LG_TOKEN",
+                    "prio": 10, "power": False})
     assert dict(settings.filters) == {"name": "rack1-vb3"}
     assert settings.coordinator == "lab.example:20408"
     assert settings.tokens == ("AAA", "BBB")
@@ -50,8 +58,8 @@ def test_a_place_is_the_name_filter_and_env_values_are_read(
 
 def test_an_unset_token_variable_means_no_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LG_TOKEN", raising=False)
-    settings = LabSettings.from_spec(spec({"place": "p1", "token": "${LG_TOKEN}",
-                                           "coordinator": "${LG_NOWHERE}"}))
+    settings = lab({"place": "p1", "token": "${LG_TOKEN}",
+                    "coordinator": "${LG_NOWHERE}"})
     assert settings.tokens == ()
     assert settings.coordinator  # falls back to $LG_COORDINATOR or the default
 
@@ -70,7 +78,7 @@ def test_an_unset_token_variable_means_no_token(monkeypatch: pytest.MonkeyPatch)
 def test_malformed_settings_name_the_file_and_key(labgrid: Any, extra: dict[str, Any],
                                                    key: str) -> None:
     with pytest.raises(DeviceSpecError) as caught:
-        LabSettings.from_spec(spec(labgrid, **extra))
+        lab(labgrid, **extra)
     assert f"'{key}'" in str(caught.value) and "rack.yaml" in str(caught.value)
 
 
@@ -86,11 +94,12 @@ def test_the_inner_spec_reaches_the_leased_resources() -> None:
                           {"host": "10.0.0.5", "port": 40123, "speed": 115200}, True)
     ssh = ResourceView(("e", "pi", "NetworkService", "NetworkService"), "NetworkService",
                        {"address": "10.0.0.7", "username": "pi", "port": 2222}, True)
-    serial_spec = spec({"place": "vb1"}, firmware="host")
-    inner = inner_spec(serial_spec, LabSettings.from_spec(serial_spec),
-                       Lease("vb1", (serial,), None))
-    assert dict(inner.connection) == {"firmware": "host", "port": "telnet://10.0.0.5:40123"}
-    ssh_spec = spec({"place": "pi"}, kind="ssh", identity="~/.ssh/id")
-    inner = inner_spec(ssh_spec, LabSettings.from_spec(ssh_spec), Lease("pi", (ssh,), None))
-    assert dict(inner.connection) == {"identity": "~/.ssh/id", "host": "10.0.0.7",
-                                      "port": 2222, "user": "pi"}
+    inner = inner_spec(spec({"place": "vb1"}, firmware="host"), Lease("vb1", (serial,), None))
+    assert isinstance(inner.settings, SerialSettings)
+    assert inner.settings.port == "telnet://10.0.0.5:40123"
+    assert inner.settings.firmware.preset == "host" and inner.settings.labgrid is None
+    inner = inner_spec(spec({"place": "pi"}, kind="ssh", identity="~/.ssh/id"),
+                       Lease("pi", (ssh,), None))
+    assert isinstance(inner.settings, SshSettings) and inner.settings.labgrid is None
+    login = (inner.settings.host, inner.settings.port, inner.settings.user)
+    assert login == ("10.0.0.7", 2222, "pi") and inner.settings.identity == "~/.ssh/id"

@@ -9,8 +9,8 @@ import pytest
 
 from hil.devices import parse_device
 from hil.errors import DeviceSpecError, TargetUnavailable
-from hil.targets.ssh_remote import parse_facts, parse_temperature
-from hil.targets.ssh_settings import SshSettings, real_endpoint
+from hil.resources.ssh_remote import parse_facts, parse_temperature
+from hil.targets.ssh import real_endpoint, ssh_settings
 from hil.transports.ssh import HostKeyRefused, SshConnection, SshEndpoint
 
 PI_FACTS = (
@@ -46,14 +46,13 @@ def spec(tmp_path: Path, **connection: Any) -> Any:
 
 
 def test_an_unknown_virtual_kind_is_a_device_file_error(tmp_path: Path) -> None:
-    with pytest.raises(DeviceSpecError, match="emulated-pi"):
-        SshSettings.from_spec(spec(tmp_path, virtual="vm"))
+    with pytest.raises(DeviceSpecError, match=r"'connection\.virtual' must be one of emulated-pi"):
+        spec(tmp_path, virtual="vm")
 
 
-def test_a_real_device_needs_its_login_keys(tmp_path: Path) -> None:
-    incomplete = spec(tmp_path, host="pi", user="pi", identity="~/k")
-    with pytest.raises(DeviceSpecError, match="known_hosts"):
-        real_endpoint(incomplete, SshSettings.from_spec(incomplete))
+def test_a_real_device_needs_its_login_keys_when_the_file_loads(tmp_path: Path) -> None:
+    with pytest.raises(DeviceSpecError, match=r"'connection\.known_hosts' must be a string"):
+        spec(tmp_path, host="pi", user="pi", identity="~/k")
 
 
 def test_an_unset_variable_or_missing_key_file_makes_it_unavailable(
@@ -62,13 +61,13 @@ def test_an_unset_variable_or_missing_key_file_makes_it_unavailable(
     keys = {"user": "pi", "identity": str(tmp_path / "id"), "known_hosts": str(tmp_path / "kh")}
     unset = spec(tmp_path, host="$RACK_HOST", **keys)
     with pytest.raises(TargetUnavailable, match="RACK_HOST"):
-        real_endpoint(unset, SshSettings.from_spec(unset))
+        real_endpoint(unset, ssh_settings(unset))
     monkeypatch.setenv("RACK_HOST", "pi5.lab")
     with pytest.raises(TargetUnavailable, match="does not exist"):
-        real_endpoint(unset, SshSettings.from_spec(unset))
+        real_endpoint(unset, ssh_settings(unset))
     (tmp_path / "id").write_text("key")
     (tmp_path / "kh").write_text("")
-    endpoint = real_endpoint(unset, SshSettings.from_spec(unset))
+    endpoint = real_endpoint(unset, ssh_settings(unset))
     assert endpoint.host == "pi5.lab" and endpoint.port == 22 and endpoint.user == "pi"
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from hil.devices import TimingPolicy, parse_device
-from hil.errors import TargetStateError
+from hil.errors import TargetStateError, TargetUnavailable
+from hil.targets.base import State
 from hil.targets.host import HostTarget
 from hil.timing import timed_runs
 
@@ -32,6 +33,29 @@ def test_teardown_is_idempotent_and_final() -> None:
         target.deploy(None)  # type: ignore[arg-type]
     with pytest.raises(TargetStateError, match="provision once"):
         target.provision()
+
+
+class HalfStarting(HostTarget):
+    """Starts something, then fails to provision (an emulator up, its handshake refused)."""
+
+    released: list[str]
+
+    def _provision(self) -> None:
+        self.released = []
+        self.started = "emulator"
+        raise TargetUnavailable("the handshake was refused")
+
+    def _teardown(self) -> None:
+        self.released.append(self.started)
+
+
+def test_a_failed_provision_releases_what_it_started_and_closes_the_target() -> None:
+    target = HalfStarting(SPEC)
+    with pytest.raises(TargetUnavailable, match="refused"):
+        target.provision()
+    assert target.released == ["emulator"] and target.state is State.CLOSED
+    target.teardown()  # nothing is released twice
+    assert target.released == ["emulator"]
 
 
 def test_timing_loop_honours_min_runs_and_max_runs() -> None:

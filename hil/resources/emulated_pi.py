@@ -26,7 +26,7 @@ from pathlib import Path
 
 from hil.errors import TargetUnavailable
 from hil.processes import stop_process
-from hil.targets.board import board_log_dir, tail
+from hil.resources.logs import board_log_dir, tail
 from hil.transports.ssh import SshEndpoint
 
 SSHD = "/usr/sbin/sshd"

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from hil.devices import DeviceSpec
-from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+from hil.errors import DeployError, TargetUnavailable
+from hil.settings.common import FlashStep
 
 
 class Flasher(Protocol):
@@ -91,22 +90,10 @@ class LabgridFlasher:
             ) from e
 
 
-def make_flasher(spec: DeviceSpec) -> Flasher | None:
-    raw = spec.connection.get("flash")
-    if raw is None:
+def make_flasher(step: FlashStep | None) -> Flasher | None:
+    """The flash step a device's settings name, if any."""
+    if step is None:
         return None
-    if isinstance(raw, Mapping) and "command" in raw:
-        argv = raw["command"]
-        if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
-            raise DeviceSpecError(
-                f"{spec.source}: connection.flash.command must be a list of strings"
-            )
-        return CommandFlasher(list(argv), float(raw.get("timeout_s", 300.0)))
-    if isinstance(raw, Mapping) and isinstance(raw.get("labgrid"), Mapping):
-        lg = raw["labgrid"]
-        return LabgridFlasher(str(lg["config"]), str(lg.get("target", "main")),
-                              str(lg.get("driver", "OpenOCDDriver")))
-    raise DeviceSpecError(
-        f"{spec.source}: connection.flash must be {{command: [...]}} or "
-        f"{{labgrid: {{config, target, driver}}}}, got {raw!r}"
-    )
+    if step.labgrid_config is not None:
+        return LabgridFlasher(step.labgrid_config, step.labgrid_target, step.labgrid_driver)
+    return CommandFlasher(list(step.command), step.timeout_s)

@@ -25,15 +25,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from hil.errors import TargetUnavailable, TransportError
+from hil.errors import HilError, InfrastructureError, TargetUnavailable, TransportError
 from hil.processes import stop_process
-from hil.targets.board import board_log_dir, tail
+from hil.resources.logs import board_log_dir, tail
 
 QEMU_BOOT_S = 15.0
 
 
 class ProcessBoard:
     """Process, log file and shutdown shared by the virtual boards."""
+
+    restart_note = "the next case starts the runner again"
+    log_label = "board log"
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -78,6 +81,15 @@ class ProcessBoard:
         except subprocess.TimeoutExpired:
             return False
         return True
+
+    def gone(self) -> str | None:
+        """How the runner ended (a runner that just faulted takes a moment to die)."""
+        if not self.wait_exit(1.0):
+            return None
+        return self.exit_description()
+
+    def explain(self, doing: str, error: InfrastructureError) -> HilError | None:
+        return None
 
     def exit_description(self) -> str:
         if self._process is None or self._process.returncode is None:

@@ -1,0 +1,35 @@
+"""The one key function: what about a case an export (or a quantized model) depends on.
+
+Every cached thing is keyed by the case material below plus what is its own (the model's
+fingerprint and the recipe for an artifact; the prepared graph and the quantizer for a
+quantized model). One function, so the two keys can never drift apart in what they cover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hil.artifacts.fingerprint import digest_of, input_spec, tensors_fingerprint, tool_versions
+from hil.case import BuiltCase
+
+
+def case_material(built: BuiltCase, *, values: bool) -> dict[str, Any]:
+    """The inputs' shapes and dtypes and the tool versions; with `values`, the input and
+    calibration values too (they shape calibration and the stored quantized reference)."""
+    material: dict[str, Any] = {
+        "inputs": input_spec(built.inputs),
+        "versions": dict(tool_versions()),
+    }
+    if values:
+        material["input_values"] = tensors_fingerprint(built.inputs)
+        material["calibration"] = tensors_fingerprint(
+            t for sample in built.calibration_or_default() for t in sample
+        )
+    return material
+
+
+def key_of(built: BuiltCase, own: Mapping[str, Any], *, values: bool) -> tuple[str, dict[str, Any]]:
+    """The key and the material it digests: `own` beside the case material."""
+    material = {**own, **case_material(built, values=values)}
+    return digest_of(material), material

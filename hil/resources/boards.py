@@ -1,0 +1,114 @@
+"""Boards: what is on the other end of a serial target's link, and how to (re)start it.
+
+A board only knows how to come up and give a port URL, whether its runner has ended, what it
+logged, and how to stop. It is a runner site (hil.runner.driver.RunnerSite); the driver speaks
+the protocol over the URL the same way whatever the board is:
+
+    connection: {port: /dev/ttyACM0, ...}   PortBoard: a real board on a port URL
+    connection: {virtual: host-runner}      HostRunnerBoard: the host runner on a pty
+    connection: {virtual: qemu-mps3-an547}  QemuBoard: the bare-metal runner in QEMU
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+from typing import Protocol
+
+from hil.errors import DeviceSpecError, HilError, InfrastructureError, TransportError
+from hil.settings.serial import SerialSettings, VirtualBoard
+
+
+class Board(Protocol):
+    name: str
+
+    def start(self) -> str:
+        """Bring the board up (start a process, reset it); return the serial port URL."""
+        ...
+
+    def gone(self) -> str | None:
+        """How the runner ended, once it has; None while it runs or when the board cannot
+        tell (a real board)."""
+        ...
+
+    def explain(self, doing: str, error: InfrastructureError) -> HilError | None: ...
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines the board logged outside the protocol (stderr, semihosting)."""
+        ...
+
+    @property
+    def log_path(self) -> Path | None: ...
+
+    @property
+    def restart_note(self) -> str: ...
+
+    @property
+    def log_label(self) -> str: ...
+
+    def stop(self) -> None:
+        """Shut down; safe to call twice."""
+        ...
+
+
+class PortBoard:
+    """A real board on a port URL; it can be reset by a command, and cannot tell if it is alive."""
+
+    restart_note = "the next case starts the runner again (resetting the board if it can)"
+    log_label = "board log"
+
+    def __init__(self, name: str, url: str, reset_command: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.url = url
+        self.reset_command = reset_command
+        self.log = logging.getLogger(f"hil.board.PortBoard({name})")
+
+    def start(self) -> str:
+        return self.url
+
+    def reset(self) -> None:
+        """Hardware reset through connection.reset_command, if the device file gives one."""
+        if not self.reset_command:
+            return
+        self.log.info("resetting: %s", " ".join(self.reset_command))
+        try:
+            subprocess.run(self.reset_command, check=True, capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise TransportError(
+                f"{self.name}: the reset command failed: {e}",
+                fix="check connection.reset_command in the device file",
+            ) from e
+
+    def gone(self) -> str | None:
+        return None  # a real board does not say
+
+    def explain(self, doing: str, error: InfrastructureError) -> HilError | None:
+        return None
+
+    def log_tail(self, lines: int = 30) -> str:
+        return ""
+
+    @property
+    def log_path(self) -> Path | None:
+        return None
+
+    def stop(self) -> None:
+        pass
+
+
+def make_board(name: str, settings: SerialSettings, runner: Path | None, source: Path) -> Board:
+    """The board a serial device's settings describe; `runner` is the built runner for
+    virtual boards."""
+    if settings.virtual is None:
+        if settings.port is None:
+            raise DeviceSpecError(f"{source}: a serial device needs connection.port or "
+                                  "connection.virtual")  # fmt: skip
+        return PortBoard(name, settings.port, settings.reset_command)
+    if runner is None:
+        raise DeviceSpecError(f"{source}: the virtual board {settings.virtual} needs a runner")
+    from hil.resources.virtual_boards import HostRunnerBoard, QemuBoard
+
+    if settings.virtual is VirtualBoard.HOST_RUNNER:
+        return HostRunnerBoard(name, runner, settings.runner_args)
+    return QemuBoard(name, runner, settings.runner_args, semihosting=settings.semihosting)

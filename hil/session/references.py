@@ -1,0 +1,110 @@
+"""What a check is judged against, and what it deploys: built cases, eager references and
+artifacts, each made once and kept while the case is in use.
+
+Suites run case by case (every target and recipe of a case in a row), so a few recent cases
+are kept and older ones released: a sweep of big models does not pile up in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from hil.artifacts.fingerprint import model_fingerprint
+from hil.artifacts.keys import key_of
+from hil.artifacts.store import Artifact, ArtifactCache
+from hil.case import BuiltCase, Case
+from hil.devices import TimingPolicy
+from hil.progress import Progress, heartbeat
+from hil.recipes import Recipe, export_speedup
+from hil.recipes.lowering import run_reference
+from hil.timing import timed_runs
+from hil.verdict.budgets import LatencyStats, latency_stats
+from hil.verdict.judge import Reference
+
+log = logging.getLogger("hil.session.references")
+
+EAGER_POLICY = TimingPolicy(warmup=2, min_runs=5, min_time_s=0.05, max_runs=200, max_time_s=2.0)
+BUILT_CASES_KEPT = 4
+SLOW_EXPORT_S = 5.0  # exports at least this long say how long they took
+
+
+class References:
+    def __init__(self, cache: ArtifactCache, progress: Progress) -> None:
+        self.cache = cache
+        self._progress = progress
+        self._built: dict[str, tuple[Case, BuiltCase]] = {}
+        self._eager: dict[str, Reference] = {}
+        self._fingerprints: dict[str, str] = {}
+
+    def built(self, case: Case) -> BuiltCase:
+        """The case's module and inputs, built once while the case is in use."""
+        memo = self._built.pop(case.name, None)
+        if memo is None or memo[0] is not case:
+            memo = (case, case.build())
+            self._forget(case.name)
+        self._built[case.name] = memo  # most recent last
+        while len(self._built) > BUILT_CASES_KEPT:
+            oldest = next(iter(self._built))
+            del self._built[oldest]
+            self._forget(oldest)
+        return memo[1]
+
+    def _forget(self, name: str) -> None:
+        self._eager.pop(name, None)
+        self._fingerprints.pop(name, None)
+
+    def eager(self, built: BuiltCase) -> Reference:
+        """Eager PyTorch outputs (the reference) and eager latency (for comparison tables)."""
+        name = built.case.name
+        if name not in self._eager:
+            outputs = run_reference(built.module, built.inputs)
+            self._eager[name] = Reference(outputs, time_eager(built))
+        return self._eager[name]
+
+    def artifact(self, built: BuiltCase, recipe: Recipe) -> Artifact:
+        """The case's .pte for `recipe`, from the cache or exported now."""
+        name = built.case.name
+        if name not in self._fingerprints:
+            self._fingerprints[name] = model_fingerprint(built.module)
+        own = {"model": self._fingerprints[name], **recipe.key_material()}
+        # calibration and the stored quantized reference depend on the values
+        key, material = key_of(built, own, values=recipe.quantized)
+
+        def build(workdir: Path) -> Any:
+            export_speedup.install()
+            with heartbeat(self._progress, f"exporting {name} with {recipe.name}"):
+                return recipe.export(built, workdir)
+
+        artifact = self.cache.get_or_build(
+            key, material, build, recipe=recipe.name, numerics=recipe.numerics
+        )
+        if artifact.exported_now and artifact.export_seconds >= SLOW_EXPORT_S:
+            self._progress(
+                f"exported {name} with {recipe.name} in {artifact.export_seconds:.1f} s"
+            )
+        if artifact.rebuilt_because:
+            log.warning("rebuilt %s [%s]: %s", name, recipe.name, artifact.rebuilt_because)
+        return artifact
+
+
+def time_eager(built: BuiltCase) -> LatencyStats | None:
+    """Eager PyTorch's latency on one thread: torch's OpenMP workers spin and stall whenever
+    another process holds a core, which made eager times swing 100x on shared CI machines."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            _, timings = timed_runs(lambda: built.module(*built.inputs), EAGER_POLICY)
+    finally:
+        torch.set_num_threads(threads)
+    return latency_stats(timings)
+
+
+def best_of(*stats: LatencyStats | None) -> LatencyStats | None:
+    """The window whose best time is the best: the one least disturbed by load."""
+    timed = [s for s in stats if s is not None]
+    return min(timed, key=lambda s: s.min_us, default=None)

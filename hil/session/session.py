@@ -1,0 +1,185 @@
+"""A Session runs checks: the target pool, the references, and the check between them.
+
+    case -> recipe -> artifact cache -> target (provisioned once) -> compare -> budgets -> result
+
+The pool (hil.session.pool) provisions targets once and remembers a failed one's first cause;
+the references (hil.session.references) build cases, eager outputs and artifacts once. A check
+that fails on the infrastructure is retried `retries` times (hil.session.retries); verdicts on
+the model never are.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from hil.arrays import Array, save_check_arrays
+from hil.artifacts.store import Artifact, ArtifactCache
+from hil.case import BuiltCase, Case
+from hil.devices import DeviceRegistry, default_device_dirs
+from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
+from hil.progress import Progress
+from hil.recipes import Recipe, make_recipe
+from hil.session.paths import default_cache_dir, default_results_dir
+from hil.session.pool import TargetPool
+from hil.session.references import References, best_of, time_eager
+from hil.session.retries import Attempts, check_with_retries
+from hil.targets import Target
+from hil.verdict.budgets import BudgetKind, budget_for
+from hil.verdict.judge import Observation, judge
+from hil.verdict.result import CheckResult
+
+log = logging.getLogger("hil.session")
+
+OutputRewrite = Callable[[tuple[Array, ...]], Sequence[Array]]
+
+
+class Session:
+    """Runs checks; usable from scripts, notebooks and the pytest plugin alike."""
+
+    def __init__(
+        self,
+        *,
+        devices: DeviceRegistry | None = None,
+        cache_dir: Path | None = None,
+        results_dir: Path | None = None,
+        progress: Progress | None = None,
+        retries: int = 0,
+    ) -> None:
+        self._devices = devices
+        self.results_dir = results_dir or default_results_dir()
+        self.progress: Progress = progress or (lambda message: log.info("%s", message))
+        self.targets = TargetPool(lambda: self.devices, self.progress)
+        self.references = References(ArtifactCache(cache_dir or default_cache_dir()), self.progress)
+        self.retries = retries  # infrastructure failures retried per check
+        self.last_attempts: Attempts | None = None  # every attempt of the latest check
+
+    # -- the parts: one-line doors for scripts and fixtures ----------------------------------
+
+    @property
+    def devices(self) -> DeviceRegistry:
+        if self._devices is None:  # found lazily: no file system probing in the constructor
+            self._devices = DeviceRegistry.from_dirs(default_device_dirs())
+        return self._devices
+
+    @property
+    def cache(self) -> ArtifactCache:
+        return self.references.cache
+
+    def target(self, name: str) -> Target:
+        """The provisioned target; provisioned on first use, its first failure remembered."""
+        return self.targets.get(name)
+
+    def broken_cause(self, name: str) -> HilError | None:
+        return self.targets.broken_cause(name)
+
+    def board_of(self, name: str) -> str | None:
+        return self.targets.board_of(name)
+
+    def built(self, case: Case) -> BuiltCase:
+        return self.references.built(case)
+
+    def artifact(self, built: BuiltCase, recipe: Recipe) -> Artifact:
+        return self.references.artifact(built, recipe)
+
+    # -- the check ------------------------------------------------------------------------
+
+    def check(
+        self,
+        case: Case,
+        target: str,
+        recipe: str | None = None,
+        *,
+        rewrite_outputs: OutputRewrite | None = None,
+    ) -> CheckResult:
+        """Export, deploy, run and judge one case on one target with one recipe.
+
+        A runner crash drops the target, so the next check provisions it afresh; any other
+        infrastructure failure (lost link, hang) takes the target out of service for the session,
+        unless the target recovered by itself (InfrastructureRecovered). Infrastructure failures
+        are retried `self.retries` times; `last_attempts` keeps every attempt.
+
+        `rewrite_outputs` changes the target's outputs before they are judged and stored, the
+        way a kernel bug would (fault-injection benches and tests: bench/mutants.py).
+        """
+        result, error, self.last_attempts = check_with_retries(
+            self.targets, case, target, recipe,
+            lambda: self._check_once(case, target, recipe, rewrite_outputs),
+            self.retries,
+        )
+        if error is not None:
+            raise error
+        assert result is not None
+        return result
+
+    def _check_once(
+        self, case: Case, target: str, recipe: str | None, rewrite: OutputRewrite | None
+    ) -> CheckResult:
+        try:
+            return self._check(case, target, recipe, rewrite)
+        except TargetCrash:
+            self.targets.drop(target)
+            raise
+        except InfrastructureRecovered:
+            raise  # the target is in service again (power-cycled, another board)
+        except InfrastructureError as e:
+            self.targets.mark_broken(target, e)
+            raise
+
+    def _check(
+        self, case: Case, target: str, recipe: str | None, rewrite: OutputRewrite | None
+    ) -> CheckResult:
+        spec = self.devices.get(target)
+        recipe_spec = spec.recipe(recipe) if recipe else spec.recipes[0]
+        recipe_obj = make_recipe(
+            recipe_spec.name, recipe_spec.options, shared_dir=self.cache.root / "shared"
+        )
+        device = self.targets.get(target)  # first: a missing target must not cost an export
+        built = self.references.built(case)
+        artifact = self.references.artifact(built, recipe_obj)
+        reference = self.references.eager(built)
+        deployment = device.deploy(artifact)
+        budget = budget_for(case, spec, recipe_obj.name)
+        beside = budget is not None and budget.kind is BudgetKind.VS_EAGER
+        before = time_eager(built) if beside else None
+        run = device.run(deployment, built.inputs, case.timing or spec.latency.policy)
+        if before is not None:  # eager on both sides of the run: load that came and went
+            reference = replace(reference, beside=best_of(before, time_eager(built)))
+        if rewrite is not None:
+            run = replace(run, outputs=tuple(rewrite(run.outputs)))
+        name = _safe(f"{case.name}--{spec.name}--{recipe_obj.name}")
+        arrays = save_check_arrays(
+            self.results_dir / "arrays" / f"{name}.npz",
+            input=built.inputs,
+            reference=reference.outputs,
+            output=run.outputs,
+            quantized_reference=artifact.quantized_reference() or (),
+        )
+        seen = Observation(
+            outputs=run.outputs,
+            timings_us=run.timings_us,
+            timing=run.timing,
+            counters=run.counters,
+            deploy_bytes=deployment.bytes_sent,
+            log=run.log,
+            target_info=device.describe(),
+            device_kernels=device.runs_device_kernels,
+            not_the_model=run.not_the_model,
+        )
+        return judge(built, spec, recipe_obj, artifact, reference, seen, arrays)
+
+    def close(self) -> None:
+        self.targets.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", name)
