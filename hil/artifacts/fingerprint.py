@@ -51,8 +51,11 @@ def _module_internals() -> frozenset[str]:
 
 @functools.cache
 def _library_roots() -> tuple[str, ...]:
+    """Where installed code lives: this interpreter's library folders, and any other
+    site-packages on the path (a venv borrowing another's packages, a distro's dist-packages)."""
     paths = sysconfig.get_paths()
     roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    roots |= {p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")}
     return tuple(str(Path(r).resolve()) for r in roots)
 
 
@@ -109,7 +112,10 @@ def module_source_digest(module_name: str) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _file_source_digest(path: str, mtime_ns: int, size: int) -> str:
-    """Keyed by the file's stat too: an edited file is read again."""
+    """Keyed by the file's stat too: an edited file is read again. A compiled module (an
+    extension's .so) counts by its bytes."""
+    if not path.endswith(".py"):
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     return source_digest(Path(path).read_text(encoding="utf-8"))
 
 

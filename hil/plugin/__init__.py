@@ -1,23 +1,21 @@
-"""pytest glue for hil: options, parametrization over targets x recipes, fixtures, summary.
+"""pytest entry point of hil (registered through `pytest11`): options and markers at once,
+everything else when the run first uses hil.
 
-Registered through the `pytest11` entry point. Everything it does is a call into hil.Session;
-this package only translates between pytest and the library.
+Installing hil must not make every pytest run in that environment import torch and
+executorch. So this module is light, and hil becomes active (hil.plugin.active) only when
+    - a hil option is given on the command line or in the ini file (--target, --hil-*),
+    - a conftest imported hil's library before the run was configured,
+    - a collected test carries @pytest.mark.hil_cases or asks for a hil fixture, or
+    - (an xdist controller) a worker reports a hil record.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any
+import sys
+from typing import TYPE_CHECKING
 
 import pytest
 
-from hil.case import Case
-from hil.devices import DeviceRegistry, default_device_dirs
-from hil.errors import HilError
-from hil.plugin import allure_hooks, lab_hooks, report_hooks
 from hil.plugin.fixtures import (
     hil_artifact,
     hil_case,
@@ -26,17 +24,13 @@ from hil.plugin.fixtures import (
     hil_target,
     hil_variant,
 )
-from hil.plugin.options import OPT_IN_TAGS, add_options, read_options
-from hil.plugin.outcomes import VerdictOutcomes, xfail_mark
-from hil.plugin.state import RECORD_KEY, STATE, HilState, Variant
-from hil.report import fvp_table, problems, summary
-from hil.session import Session
+from hil.plugin.options import OPT_IN_TAGS, add_options, hil_options_given
+from hil.plugin.state import RECORD_KEY, SESSION_KEY, STATE
+
+if TYPE_CHECKING:
+    from hil.plugin.state import HilState
 
 __all__ = ["hil_artifact", "hil_case", "hil_check", "hil_session", "hil_target", "hil_variant"]
-
-# A test whose cases apply to none of the run's targets and recipes: deselected at collection.
-NOT_APPLICABLE = "no-case-applies"
-NOT_APPLICABLE_MARK = pytest.mark.hil_not_applicable
 
 MARKERS = (
     "hil_not_applicable: set by hil on a test none of whose cases applies to the run's targets "
@@ -47,6 +41,18 @@ MARKERS = (
     "hil_recipes(*names): restrict the test to these recipes",
     *(f"{tag}: hil case tag, run only with {flag}" for tag, flag in OPT_IN_TAGS.items()),
 )
+HIL_FIXTURES = frozenset(__all__)
+LIBRARY_MODULES = ("hil.api", "hil.case", "hil.session")  # a conftest that imported these uses hil
+
+
+def state_of(config: pytest.Config) -> HilState:
+    """hil's state in this run, activating hil first if it is not yet active."""
+    state = config.stash.get(STATE, None)
+    if state is None:
+        from hil.plugin.active import activate
+
+        state = activate(config)
+    return state
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -57,178 +63,45 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
-    lab_hooks.add_options(parser)  # --hil-retries, --hil-quarantine
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
-    options = read_options(config)
-    try:
-        registry = DeviceRegistry.from_dirs(
-            list(options.device_dirs) or default_device_dirs(config.rootpath)
-        )
-        for name in options.targets:
-            registry.get(name)
-    except HilError as e:
-        raise pytest.UsageError(str(e)) from e
-    session = Session(
-        devices=registry,
-        cache_dir=options.cache_dir,
-        results_dir=options.results_dir,
-        progress=lambda message: _say(config, message),
-    )
-    if options.cache_dir is not None:
-        _export_cache_dir(config, options.cache_dir)
-    config.stash[STATE] = HilState(options, registry, session)
-    config.pluginmanager.register(HilPlugin(config), "hil-plugin")
-    config.pluginmanager.register(VerdictOutcomes(options.require), "hil-outcomes")
-    report_hooks.register(config)  # run.json, --hil-report
-    allure_hooks.register(config)  # only with --alluredir
-    lab_hooks.register(config)  # retries, quarantine, attempts in records, SIGTERM
+    if hil_options_given(config) or any(name in sys.modules for name in LIBRARY_MODULES):
+        state_of(config)
+    else:
+        config.pluginmanager.register(Dormant(config), "hil-dormant")
 
 
-def _export_cache_dir(config: pytest.Config, folder: Path) -> None:
-    """Let model factories (trained weights) and xdist workers find --hil-cache-dir, through
-    the same HIL_CACHE_DIR that hil.session.default_cache_dir() reads; restored at the end."""
-    previous = os.environ.get("HIL_CACHE_DIR")
-    os.environ["HIL_CACHE_DIR"] = str(folder.resolve())
-
-    def restore() -> None:
-        if previous is None:
-            os.environ.pop("HIL_CACHE_DIR", None)
-        else:
-            os.environ["HIL_CACHE_DIR"] = previous
-
-    config.add_cleanup(restore)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[SESSION_KEY] = session
 
 
-def _say(config: pytest.Config, message: str) -> None:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"hil: {message}")
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marked = metafunc.definition.get_closest_marker("hil_cases") is not None
+    if marked or HIL_FIXTURES & set(metafunc.fixturenames):
+        state = state_of(metafunc.config)
+        if "hil_variant" in metafunc.fixturenames:
+            from hil.plugin.active import parametrize
+
+            parametrize(state, metafunc)
 
 
-def _cases(marker: pytest.Mark) -> list[tuple[str, Case]]:
-    if len(marker.args) != 1:
-        raise pytest.UsageError(
-            "hil_cases takes one argument: an iterable of hil.Case or a mapping id -> Case"
-        )
-    table = marker.args[0]
-    items: Iterable[tuple[str, Any]] = (
-        table.items() if isinstance(table, Mapping) else ((c.name, c) for c in table)
-    )
-    cases = []
-    for key, case in items:
-        if not isinstance(case, Case):
-            raise pytest.UsageError(
-                f"hil_cases entry {key!r} is {type(case).__name__}, not hil.Case"
-            )
-        if key != case.name:
-            raise pytest.UsageError(
-                f"hil_cases key {key!r} differs from the case's name {case.name!r}"
-            )
-        cases.append((key, case))
-    return cases
-
-
-class HilPlugin:
-    """Hooks that need the run's state."""
+class Dormant:
+    """Waits, in a run not yet using hil, for a worker's hil record (an xdist controller
+    collects nothing, so it meets no hil test): hil starts then, and the hooks that keep
+    records get that first report too."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.state: HilState = config.stash[STATE]
-        self.results_file: Path | None = None
-        self.seen: set[tuple[str, int]] = set()
 
-    def pytest_report_header(self) -> str:
-        targets = ", ".join(self.state.options.targets)
-        return f"hil: targets {targets}; cache {self.state.session.cache.root}"
-
-    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if "hil_variant" not in metafunc.fixturenames:
-            return
-        marker = metafunc.definition.get_closest_marker("hil_cases")
-        if marker is None:
-            raise pytest.UsageError(
-                f"{metafunc.definition.nodeid} uses hil fixtures without @pytest.mark.hil_cases"
-            )
-        only_targets = _marker_names(metafunc, "hil_targets")
-        only_recipes = _marker_names(metafunc, "hil_recipes")
-        params = []
-        for case_id, case in _cases(marker):
-            for target in self.state.options.targets:
-                if only_targets is not None and target not in only_targets:
-                    continue
-                for recipe in self.state.registry.get(target).recipe_names:
-                    if (
-                        only_recipes is not None and recipe not in only_recipes
-                    ) or not case.applies_to(target, recipe):
-                        continue
-                    variant = Variant(case_id, case, target, recipe)
-                    tags = case.tags_for(target, recipe)
-                    marks = [getattr(pytest.mark, tag) for tag in sorted(tags)]
-                    reason = case.xfail_reason(target, recipe)
-                    if reason:
-                        marks.append(xfail_mark(reason))
-                    params.append(pytest.param(variant, id=variant.id, marks=marks))
-        if not params:  # no case applies to these targets: deselected, not an empty skip
-            params.append(pytest.param(None, id=NOT_APPLICABLE, marks=NOT_APPLICABLE_MARK))
-        metafunc.parametrize("hil_variant", params, indirect=True)
-
-    def pytest_collection_modifyitems(
-        self, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        keep: list[pytest.Item] = []
-        drop: list[pytest.Item] = []
-        for item in items:
-            names = {m.name for m in item.iter_markers()}
-            tags = names & set(OPT_IN_TAGS)
-            opted_out = bool(tags - self.state.options.opt_in_tags)
-            (drop if opted_out or NOT_APPLICABLE_MARK.name in names else keep).append(item)
-        if drop:
-            config.hook.pytest_deselected(items=drop)
-            items[:] = keep
-
-    def pytest_sessionstart(self) -> None:
-        folder = self.state.session.results_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        if hasattr(self.config, "workerinput"):
-            return  # an xdist worker: the controller gets every report and keeps the file
-        self.results_file = folder / "records.jsonl"
-        self.results_file.write_text("")
-
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # setup, call and teardown reports all carry the item's properties: take each once
-        for index, (name, record) in enumerate(report.user_properties):
-            if (
-                name == RECORD_KEY
-                and isinstance(record, dict)
-                and (report.nodeid, index) not in self.seen
-            ):
-                self.seen.add((report.nodeid, index))
-                self.state.records.append(record)
-                if self.results_file is not None:  # kept as it comes: a Ctrl-C loses nothing
-                    with self.results_file.open("a") as f:
-                        f.write(json.dumps(record, default=str) + "\n")
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.state.records:
+        if self.config.stash.get(STATE, None) is not None:
             return
-        terminalreporter.section("hil summary")
-        for line in summary.render(self.state.records):
-            terminalreporter.write_line(line)
-        for line in fvp_table.render(self.state.records) + problems.render(self.state.records):
-            terminalreporter.write_line(line)
-        if self.results_file is not None:
-            terminalreporter.write_line(f"records: {self.results_file}")
-
-    def pytest_unconfigure(self) -> None:
-        self.state.session.close()
-
-
-def _marker_names(metafunc: pytest.Metafunc, name: str) -> set[str] | None:
-    marks = list(metafunc.definition.iter_markers(name))
-    if not marks:
-        return None
-    return {arg for m in marks for arg in m.args}
+        if any(name == RECORD_KEY for name, _ in report.user_properties):
+            manager = self.config.pluginmanager
+            before = manager.get_plugins()
+            state_of(self.config)
+            manager.subset_hook_caller("pytest_runtest_logreport", before)(report=report)

@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hil.artifacts.store import Artifact
 from hil.errors import HilError, TargetUnavailable
-from hil.plugin.records import error_record
-from hil.plugin.state import RECORD_KEY, STATE, Variant
-from hil.recipes import make_recipe
-from hil.session import Session
-from hil.targets import Target
-from hil.verdict.result import CheckResult
+from hil.plugin.state import RECORD_KEY, Variant
+
+if TYPE_CHECKING:  # imported when a fixture runs: the plugin's entry stays light
+    from hil.artifacts.store import Artifact
+    from hil.session import Session
+    from hil.targets import Target
+    from hil.verdict.result import CheckResult
 
 
 @pytest.fixture(scope="session")
 def hil_session(pytestconfig: pytest.Config) -> Session:
     """The run's hil Session: one provisioned instance per target, one artifact cache."""
-    return pytestconfig.stash[STATE].session
+    from hil.plugin import state_of
+
+    return state_of(pytestconfig).session
 
 
 @pytest.fixture
@@ -50,21 +52,23 @@ def hil_target(
     try:
         return hil_session.target(name)
     except TargetUnavailable as e:
-        if request.config.stash[STATE].options.require:
+        from hil.plugin import state_of
+
+        if state_of(request.config).options.require:
             pytest.fail(f"target {name} is required but unavailable: {e}", pytrace=False)
         pytest.skip(f"target {name} unavailable: {e}")
     except HilError as e:
         if earlier is not None:
             pytest.skip(f"target {name} is out of service since an earlier failure: {earlier}")
-        record = error_record(hil_variant, e)
-        request.node.user_properties.append((RECORD_KEY, record))
-        request.config.hook.pytest_hil_error(item=request.node, record=record, error=e)
+        _report_error(request, hil_variant, e)
         raise
 
 
 @pytest.fixture
 def hil_artifact(hil_variant: Variant, hil_session: Session) -> Artifact:
     """The compiled .pte of this variant (exported now or taken from the cache)."""
+    from hil.recipes import make_recipe
+
     spec = hil_session.devices.get(hil_variant.target).recipe(hil_variant.recipe)
     recipe = make_recipe(spec.name, spec.options)
     return hil_session.artifact(hil_session.built(hil_variant.case), recipe)
@@ -82,9 +86,7 @@ def hil_check(
         try:
             result = hil_session.check(hil_variant.case, hil_variant.target, hil_variant.recipe)
         except HilError as e:
-            record = error_record(hil_variant, e)
-            request.node.user_properties.append((RECORD_KEY, record))
-            hook.pytest_hil_error(item=request.node, record=record, error=e)
+            _report_error(request, hil_variant, e)
             raise
         record = result.to_record()
         request.node.user_properties.append((RECORD_KEY, record))
@@ -93,3 +95,12 @@ def hil_check(
         return result
 
     return check
+
+
+def _report_error(request: pytest.FixtureRequest, variant: Variant, error: HilError) -> None:
+    """The error's record on the test, and the hil_error hook (allure, lab summary)."""
+    from hil.plugin.records import error_record
+
+    record = error_record(variant, error)
+    request.node.user_properties.append((RECORD_KEY, record))
+    request.config.hook.pytest_hil_error(item=request.node, record=record, error=error)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hil.verdict.result import CheckResult
+if TYPE_CHECKING:
+    from hil.verdict.result import CheckResult
 
 
 @pytest.hookspec

@@ -16,7 +16,6 @@ from __future__ import annotations
 import signal
 from collections.abc import Generator
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -29,31 +28,6 @@ from hil.plugin.outcomes import is_test_failure, variant_of
 from hil.plugin.state import STATE, HilState
 from hil.settings import lab_settings
 from hil.verdict.result import CheckResult
-
-
-def _retries(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise pytest.UsageError(f"--hil-retries takes a whole number >= 0, got {text!r}")
-    return value
-
-
-def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("hil", "hardware-in-the-loop (hil)")
-    group.addoption(
-        "--hil-retries", type=_retries, default=0, metavar="N",
-        help="run a case that failed on the infrastructure (lost link, dead board, emulator "
-        "died) again, up to N times, on another board of a labgrid pool where there is one; "
-        "test failures are never retried (default 0)",
-    )
-    group.addoption(
-        "--hil-quarantine", type=Path, metavar="FILE",
-        help="YAML list of known failures (case pattern, reason, issue, expires): matching "
-        "failures are reported as quarantined; an expired entry stops the run",
-    )
 
 
 @dataclass(frozen=True)

@@ -59,9 +59,30 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="REPORT_JSON",
         help="with --hil-report: show what changed since this earlier report.json",
     )
+    group.addoption(
+        "--hil-retries", type=_retries, default=0, metavar="N",
+        help="run a case that failed on the infrastructure (lost link, dead board, emulator "
+        "died) again, up to N times, on another board of a labgrid pool where there is one; "
+        "test failures are never retried (default 0)",
+    )
+    group.addoption(
+        "--hil-quarantine", type=Path, metavar="FILE",
+        help="YAML list of known failures (case pattern, reason, issue, expires): matching "
+        "failures are reported as quarantined; an expired entry stops the run",
+    )
     parser.addini(
         "hil_targets", "targets used when --target is not given", type="args", default=["host"]
     )
+
+
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise pytest.UsageError(f"--hil-retries takes a whole number >= 0, got {text!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -72,6 +93,18 @@ class HilOptions:
     cache_dir: Path | None
     results_dir: Path | None
     device_dirs: tuple[Path, ...]
+
+
+# What each option is when not given: an option given otherwise means hil is in use.
+DEFAULTS = {"hil_targets": None, "hil_require": False, "hil_full": False, "hil_large": False,
+            "hil_cache_dir": None, "hil_results_dir": None, "hil_devices": None,
+            "hil_report": None, "hil_baseline": None, "hil_retries": 0, "hil_quarantine": None}
+
+
+def hil_options_given(config: pytest.Config) -> bool:
+    """Whether the command line or the ini file sets a hil option."""
+    given = any(config.getoption(dest, default) != default for dest, default in DEFAULTS.items())
+    return given or "hil_targets" in config.inicfg
 
 
 def read_options(config: pytest.Config) -> HilOptions:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hil.devices import DeviceRegistry
-from hil.plugin.options import HilOptions
-from hil.session import Session
+if TYPE_CHECKING:  # the plugin's entry stays free of torch until hil is used
+    from hil.devices import DeviceRegistry
+    from hil.plugin.options import HilOptions
+    from hil.session import Session
 
 
 @dataclass(frozen=True)
@@ -37,5 +38,6 @@ class HilState:
     records: list[dict[str, Any]] = field(default_factory=list)
 
 
-STATE = pytest.StashKey[HilState]()
+STATE = pytest.StashKey[HilState]()  # set once hil is active in the run
+SESSION_KEY = pytest.StashKey[pytest.Session]()  # the pytest session, once it has started
 RECORD_KEY = "hil"  # name of the user_properties entry carrying a result record

@@ -183,11 +183,23 @@ def build_id_for(config: FirmwareConfig) -> str:
 CMAKE_MINIMUM = (3, 28)
 
 
+def _pip_cmake() -> Path | None:
+    """The binary of pip's cmake package, wherever the package is importable from (also a
+    venv whose scripts are elsewhere, or one borrowing another's packages)."""
+    try:
+        import cmake
+    except ImportError:
+        return None
+    binary = Path(cmake.CMAKE_BIN_DIR) / "cmake"
+    return binary if binary.exists() else None
+
+
 def _cmake() -> str:
-    """pip's cmake beside this Python first: the executorch package needs CMake >= 3.28, and
-    the system's may be older (Debian 12 ships 3.25) or be first on PATH."""
+    """pip's cmake first: the executorch package needs CMake >= 3.28, and the system's may be
+    older (Debian 12 ships 3.25) or be first on PATH."""
     beside = Path(sys.executable).parent / "cmake"
-    found = str(beside) if beside.exists() else shutil.which("cmake")
+    pip_cmake = beside if beside.exists() else _pip_cmake()
+    found = str(pip_cmake) if pip_cmake is not None else shutil.which("cmake")
     fix = "pip install 'cmake>=3.28' into hil's environment (make setup does)"
     if found is None:
         raise TargetUnavailable("cmake is not installed", fix=fix)

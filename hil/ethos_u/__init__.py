@@ -1,0 +1,1 @@
+"""The Ethos-U pieces: Vela, the TOSA delegate runner, MAC counts."""

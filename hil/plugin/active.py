@@ -1,0 +1,214 @@
+"""hil in use in a pytest run: the session, parametrization over targets x recipes, records,
+summary and reports. Loaded by the plugin's entry (hil.plugin) once the run uses hil.
+
+Everything it does is a call into hil.Session; it only translates between pytest and the
+library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hil.case import Case
+from hil.devices import DeviceRegistry, default_device_dirs
+from hil.errors import HilError
+from hil.plugin import allure_hooks, lab_hooks, report_hooks
+from hil.plugin.options import OPT_IN_TAGS, read_options
+from hil.plugin.outcomes import VerdictOutcomes, xfail_mark
+from hil.plugin.state import RECORD_KEY, SESSION_KEY, STATE, HilState, Variant
+from hil.report import fvp_table, problems, summary
+from hil.session import Session
+
+# A test whose cases apply to none of the run's targets and recipes: deselected at collection.
+NOT_APPLICABLE = "no-case-applies"
+NOT_APPLICABLE_MARK = pytest.mark.hil_not_applicable
+
+
+def activate(config: pytest.Config) -> HilState:
+    """Start hil for this run: device files, the Session, and the hooks that need them.
+
+    Activated after the run started (the first hil test was met at collection, or, in an
+    xdist controller, the first hil record arrived), the new hooks get the session's start
+    now, so run.json and records.jsonl are written as in a run that used hil from the start.
+    """
+    manager = config.pluginmanager
+    before = manager.get_plugins()
+    options = read_options(config)
+    try:
+        registry = DeviceRegistry.from_dirs(
+            list(options.device_dirs) or default_device_dirs(config.rootpath)
+        )
+        for name in options.targets:
+            registry.get(name)
+    except HilError as e:
+        raise pytest.UsageError(str(e)) from e
+    session = Session(
+        devices=registry,
+        cache_dir=options.cache_dir,
+        results_dir=options.results_dir,
+        progress=lambda message: _say(config, message),
+    )
+    if options.cache_dir is not None:
+        _export_cache_dir(config, options.cache_dir)
+    state = config.stash[STATE] = HilState(options, registry, session)
+    manager.register(HilPlugin(config), "hil-plugin")
+    manager.register(VerdictOutcomes(options.require), "hil-outcomes")
+    report_hooks.register(config)  # run.json, --hil-report
+    allure_hooks.register(config)  # only with --alluredir
+    lab_hooks.register(config)  # retries, quarantine, attempts in records, SIGTERM
+    started = config.stash.get(SESSION_KEY, None)
+    if started is not None:
+        manager.subset_hook_caller("pytest_sessionstart", before)(session=started)
+    return state
+
+
+def _export_cache_dir(config: pytest.Config, folder: Path) -> None:
+    """Let model factories (trained weights) and xdist workers find --hil-cache-dir, through
+    the same HIL_CACHE_DIR that hil.session.default_cache_dir() reads; restored at the end."""
+    previous = os.environ.get("HIL_CACHE_DIR")
+    os.environ["HIL_CACHE_DIR"] = str(folder.resolve())
+
+    def restore() -> None:
+        if previous is None:
+            os.environ.pop("HIL_CACHE_DIR", None)
+        else:
+            os.environ["HIL_CACHE_DIR"] = previous
+
+    config.add_cleanup(restore)
+
+
+def _say(config: pytest.Config, message: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"hil: {message}")
+
+
+def _cases(marker: pytest.Mark) -> list[tuple[str, Case]]:
+    if len(marker.args) != 1:
+        raise pytest.UsageError(
+            "hil_cases takes one argument: an iterable of hil.Case or a mapping id -> Case"
+        )
+    table = marker.args[0]
+    items: Iterable[tuple[str, Any]] = (
+        table.items() if isinstance(table, Mapping) else ((c.name, c) for c in table)
+    )
+    cases = []
+    for key, case in items:
+        if not isinstance(case, Case):
+            raise pytest.UsageError(
+                f"hil_cases entry {key!r} is {type(case).__name__}, not hil.Case"
+            )
+        if key != case.name:
+            raise pytest.UsageError(
+                f"hil_cases key {key!r} differs from the case's name {case.name!r}"
+            )
+        cases.append((key, case))
+    return cases
+
+
+def parametrize(state: HilState, metafunc: pytest.Metafunc) -> None:
+    """One test per case x target x recipe (the entry calls it for tests that use hil)."""
+    marker = metafunc.definition.get_closest_marker("hil_cases")
+    if marker is None:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} uses hil fixtures without @pytest.mark.hil_cases"
+        )
+    only_targets = _marker_names(metafunc, "hil_targets")
+    only_recipes = _marker_names(metafunc, "hil_recipes")
+    params = []
+    for case_id, case in _cases(marker):
+        for target in state.options.targets:
+            if only_targets is not None and target not in only_targets:
+                continue
+            for recipe in state.registry.get(target).recipe_names:
+                if (
+                    only_recipes is not None and recipe not in only_recipes
+                ) or not case.applies_to(target, recipe):
+                    continue
+                variant = Variant(case_id, case, target, recipe)
+                tags = case.tags_for(target, recipe)
+                marks = [getattr(pytest.mark, tag) for tag in sorted(tags)]
+                reason = case.xfail_reason(target, recipe)
+                if reason:
+                    marks.append(xfail_mark(reason))
+                params.append(pytest.param(variant, id=variant.id, marks=marks))
+    if not params:  # no case applies to these targets: deselected, not an empty skip
+        params.append(pytest.param(None, id=NOT_APPLICABLE, marks=NOT_APPLICABLE_MARK))
+    metafunc.parametrize("hil_variant", params, indirect=True)
+
+
+class HilPlugin:
+    """Hooks that need the run's state."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state: HilState = config.stash[STATE]
+        self.results_file: Path | None = None
+        self.seen: set[tuple[str, int]] = set()
+
+    def pytest_report_header(self) -> str:
+        targets = ", ".join(self.state.options.targets)
+        return f"hil: targets {targets}; cache {self.state.session.cache.root}"
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            names = {m.name for m in item.iter_markers()}
+            tags = names & set(OPT_IN_TAGS)
+            opted_out = bool(tags - self.state.options.opt_in_tags)
+            (drop if opted_out or NOT_APPLICABLE_MARK.name in names else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    def pytest_sessionstart(self) -> None:
+        folder = self.state.session.results_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        if hasattr(self.config, "workerinput"):
+            return  # an xdist worker: the controller gets every report and keeps the file
+        self.results_file = folder / "records.jsonl"
+        self.results_file.write_text("")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # setup, call and teardown reports all carry the item's properties: take each once
+        for index, (name, record) in enumerate(report.user_properties):
+            if (
+                name == RECORD_KEY
+                and isinstance(record, dict)
+                and (report.nodeid, index) not in self.seen
+            ):
+                self.seen.add((report.nodeid, index))
+                self.state.records.append(record)
+                if self.results_file is not None:  # kept as it comes: a Ctrl-C loses nothing
+                    with self.results_file.open("a") as f:
+                        f.write(json.dumps(record, default=str) + "\n")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.state.records:
+            return
+        terminalreporter.section("hil summary")
+        for line in summary.render(self.state.records):
+            terminalreporter.write_line(line)
+        for line in fvp_table.render(self.state.records) + problems.render(self.state.records):
+            terminalreporter.write_line(line)
+        if self.results_file is not None:
+            terminalreporter.write_line(f"records: {self.results_file}")
+
+    def pytest_unconfigure(self) -> None:
+        self.state.session.close()
+
+
+def _marker_names(metafunc: pytest.Metafunc, name: str) -> set[str] | None:
+    marks = list(metafunc.definition.iter_markers(name))
+    if not marks:
+        return None
+    return {arg for m in marks for arg in m.args}
