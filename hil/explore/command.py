@@ -223,10 +223,13 @@ def say(message: str) -> None:
     print(f"hil explore: {message}", file=sys.stderr, flush=True)
 
 
-def resolve(args: argparse.Namespace) -> Source:
+def resolve(args: argparse.Namespace, ready: Callable[[], object]) -> Source:
+    """What to show; `ready` runs after the input is checked and before any export."""
     path = Path(args.case)
     if args.case.endswith(".pte") or (path.is_file() and not args.target):
-        return from_path(path)
+        source = from_path(path)
+        ready()
+        return source
     if not args.target:
         raise UsageError(
             f"{args.case!r} is a case: say on which target to show it",
@@ -243,14 +246,13 @@ def resolve(args: argparse.Namespace) -> Source:
         suites_root=args.suites,
         allow_export=not args.no_export,
         progress=say,
+        ready=ready,
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    viewer = Viewer(args.viewer_venv or default_venv()).ensure(
-        say, allow_install=not args.no_install
-    )
-    source = resolve(args)
+    viewer = Viewer(args.viewer_venv or default_venv())
+    source = resolve(args, lambda: viewer.ensure(say, allow_install=not args.no_install))
     results = args.results_dir or Path(os.environ.get("HIL_RESULTS_DIR", ".hil/results"))
     exploration = prepare(
         source,
@@ -265,8 +267,8 @@ def run(args: argparse.Namespace) -> int:
     port = args.port if args.port is not None else server.free_port()
     if port is None:
         raise PortInUse(
-            f"ports {server.DEFAULT_PORT}-{server.DEFAULT_PORT + 19} on "
-            f"{server.HOST} are all in use",
+            f"ports {server.DEFAULT_PORT}-{server.DEFAULT_PORT + 19} on {server.HOST} are all "
+            "in use",
             fix="pass a free --port",
         )
     with server.start(viewer, port, exploration.folder / "viewer.log", say) as running:

@@ -31,7 +31,8 @@ Every metric value is a finite number (null: not measured, skipped). A metric wi
 in "metrics" is shown with its own name, no limit, and higher taken as worse. With a limit, a
 node within it is green and a node past it red; without one, the colour runs from white (best)
 to red (worst). A delegate call in the .pte graph shows its operators' worst value unless the
-file gives the call its own entry. `first_divergent` is drawn as its own overlay.
+file gives the call its own entry. `first_divergent` is drawn as its own overlay (on the
+operator, and on its delegate's call in the .pte graph).
 
 Where hil explore looks: `--errors FILE`, else `<results dir>/node-errors/<case>--<target>--
 <recipe>.json` when it exists (the results dir is $HIL_RESULTS_DIR or .hil/results).

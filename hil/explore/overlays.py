@@ -166,13 +166,15 @@ def error_overlays(shown: Shown, errors: NodeErrors, pte_sha256: str) -> list[Ov
         if values:
             overlays.append(_metric_overlay(shown, metric, values, errors.reference))
     if errors.first_divergent is not None:
-        graph, node = resolve(shown, errors.first_divergent, f"{errors.source}: first_divergent")
-        overlays.append(
-            Overlay(
-                "hil first divergent operator",
-                {graph: {"results": {node: {"value": "first divergent", "bgColor": BAD}}}},
-            )
-        )
+        address = errors.first_divergent
+        graph, node = resolve(shown, address, f"{errors.source}: first_divergent")
+        data: NodeData = {graph: {"results": {node: {"value": "first divergent", "bgColor": BAD}}}}
+        if address.delegate is not None:  # and the call of its delegate in the .pte graph
+            call = shown.delegate(address.delegate, "first_divergent").call.instruction
+            data[call.plan] = {
+                "results": {call.node_id: {"value": "first divergent inside", "bgColor": BAD}}
+            }
+        overlays.append(Overlay("hil first divergent operator", data))
     return overlays
 
 

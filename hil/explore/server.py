@@ -49,7 +49,10 @@ Progress = Callable[[str], None]
 
 
 def port_free(port: int) -> bool:
+    """Whether nothing listens on 127.0.0.1:`port` (connections of a stopped server that linger
+    in TIME_WAIT do not count: the server binds with SO_REUSEADDR too)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((HOST, port))
         except OSError as e:

@@ -93,7 +93,11 @@ def from_case(
     suites_root: Path,
     allow_export: bool,
     progress: Progress,
+    ready: Callable[[], object] | None = None,
 ) -> Source:
+    """The case's artifact. `ready` runs once the input is known to be good (the case, target
+    and recipe exist, and the artifact is found or may be exported) and before any export:
+    `hil explore` installs the viewer there."""
     from hil.recipes import make_recipe
     from hil.session import Session
 
@@ -122,12 +126,17 @@ def from_case(
                 f"pytest suites -k {case.name} --target={device.name} "
                 f"--hil-cache-dir={cache_dir}",
             ) from missing
+        if ready is not None:
+            ready()
         progress(
             f"{case.name} has no {recipe.name} artifact for {device.name} in {cache_dir}: "
             "exporting it now (a big model takes minutes; --no-export refuses instead)"
         )
         session.cache = real
         artifact = session.artifact(built, recipe)
+    else:
+        if ready is not None:
+            ready()
     finally:
         session.close()
     label = safe_label(f"{case.name}--{device.name}--{recipe.name}")
