@@ -7,10 +7,11 @@ plan (id "forward", nodes `forward_<chain>_<instruction>`) and one graph per Eth
 (id `<model name>::<node id of its call>`, nodes `main/op<N>`).
 
 Overlays:
-* **hil partition**: every .pte instruction marked NPU (which delegate), CPU fallback (the
-  partitioner's reason in the value), missing kernel (the device runtime has none), CPU
-  boundary (quantize/dequantize at a delegate's edge) or CPU; from artifact.json's partition
-  report.
+* **hil partition**: every .pte instruction marked NPU (which delegate), CPU fallback, CPU
+  fallback with no CPU kernel (the device's runtime has none: the partition report's
+  missing_kernels), a CMSIS-NN kernel (cortex-m recipe), CPU boundary (quantize/dequantize at
+  a delegate's edge) or CPU, and every TOSA operator of a delegate NPU; from artifact.json's
+  partition report (the partitioner's reasons are in the report, too long for a node).
 * **Vela NPU cycles (estimated)**: Vela's per-layer NPU cycles on each TOSA operator, and each
   delegate's total on its call in the .pte graph (hil.explore.vela_layers).
 * **hil error - <metric>** (one per metric) and **hil first divergent operator**: the per-node
@@ -87,18 +88,23 @@ class Shown:
 
 
 def partition_overlay(shown: Shown, partition: Mapping[str, Any]) -> Overlay:
-    fallbacks = {short_name(f["op"]): f for f in partition.get("fallbacks", ())}
-    missing = set(partition.get("missing_kernels", ()))
+    marks = CpuMarks(
+        backend=str(partition.get("backend", "accelerator")),
+        accelerated=frozenset(short_name(op) for op in partition.get("accelerated", {})),
+        fallbacks=frozenset(short_name(f["op"]) for f in partition.get("fallbacks", ())),
+        missing=frozenset(partition.get("missing_kernels", ())),
+        boundary=frozenset(short_name(op) for op in partition.get("boundary", {})),
+    )
     names = {d.call.instruction.node_id: d.name for d in shown.delegates}
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for ins in shown.program.instructions:
         if ins.kind == "DelegateCall":
             where = names.get(ins.node_id)
             mark = (f"NPU ({where})" if where else f"delegate ({ins.name})", NPU)
-        elif ins.kind != "KernelCall":
-            continue
+        elif ins.kind == "KernelCall":
+            mark = marks.of(ins)
         else:
-            mark = _cpu_mark(ins, fallbacks, missing)
+            continue
         results.setdefault(ins.plan, {})[ins.node_id] = {"value": mark[0], "bgColor": mark[1]}
     for d in shown.delegates:
         results[shown.delegate_graph(d)] = {
@@ -108,20 +114,32 @@ def partition_overlay(shown: Shown, partition: Mapping[str, Any]) -> Overlay:
     return Overlay("hil partition", {g: {"results": r} for g, r in results.items()})
 
 
-def _cpu_mark(
-    ins: Instruction, fallbacks: Mapping[str, Mapping[str, Any]], missing: set[str]
-) -> tuple[str, str]:
-    op = ins.name.split("::")[-1]
-    no_kernel = ins.kernel in missing
-    if op in fallbacks:
+@dataclass(frozen=True)
+class CpuMarks:
+    """What the partition report says about a CPU operator, by its short name."""
+
+    backend: str  # "Ethos-U", "CMSIS-NN"
+    accelerated: frozenset[str]  # on Cortex-M: the operators that became CMSIS-NN kernels
+    fallbacks: frozenset[str]
+    missing: frozenset[str]  # kernels as the report spells them: "aten::avg_pool3d.out"
+    boundary: frozenset[str]
+
+    def of(self, ins: Instruction) -> tuple[str, str]:
+        op = ins.name.split("::")[-1]
+        no_kernel = ins.kernel in self.missing
+        if op in self.fallbacks:
+            return (
+                ("CPU fallback, no CPU kernel", MISSING)
+                if no_kernel
+                else ("CPU fallback", FALLBACK)
+            )
         if no_kernel:
-            return "CPU fallback, no CPU kernel", MISSING
-        return "CPU fallback", FALLBACK
-    if no_kernel:
-        return "no CPU kernel on the device runtime", MISSING
-    if op in BOUNDARY_OPS:
-        return "CPU boundary", BOUNDARY
-    return "CPU", CPU
+            return "no CPU kernel on the device runtime", MISSING
+        if op in self.accelerated:
+            return f"{self.backend} kernel", NPU
+        if op in self.boundary or op in BOUNDARY_OPS:
+            return "CPU boundary", BOUNDARY
+        return "CPU", CPU
 
 
 def cycles_overlay(shown: Shown) -> Overlay | None:

@@ -73,6 +73,12 @@ def small_portable(repo_devices: DeviceRegistry, explore_cache: Path) -> Source:
 
 
 @pytest.fixture(scope="session")
+def small_cortex_m(repo_devices: DeviceRegistry, explore_cache: Path) -> Source:
+    """CMSIS-NN kernels instead of delegates: the cortex-m recipe."""
+    return export("SMALL", "cortex-m55-ref", None, repo_devices, explore_cache)
+
+
+@pytest.fixture(scope="session")
 def explored(
     two_delegates: Source, viewer: Viewer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Exploration]:

@@ -35,6 +35,16 @@ def test_partition_marks_the_cpu_fallback_with_no_kernel_and_the_npu_calls(
     assert forward["forward_0_3"]["bgColor"] != forward["forward_0_1"]["bgColor"]
 
 
+def test_partition_marks_cmsis_nn_kernels_on_cortex_m(
+    small_cortex_m: Source, viewer: Viewer, tmp_path: Path
+) -> None:
+    shown = prepare(small_cortex_m, viewer, tmp_path, print)
+    (path,) = shown.overlays
+    marks = {n: r["value"] for n, r in json.loads(path.read_text())["forward"]["results"].items()}
+    assert marks == {"forward_0_0": "CPU boundary", "forward_0_1": "CMSIS-NN kernel",
+                     "forward_0_2": "CPU boundary"}  # fmt: skip
+
+
 def test_vela_cycles_sum_to_each_delegates_summary(
     explored: Exploration, two_delegates: Source
 ) -> None:
