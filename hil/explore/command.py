@@ -5,7 +5,7 @@
     hil explore path/to/model.pte                             # any .pte (no case needed)
 
 `prepare` does the work up to the files the viewer reads (graph JSON and overlays, under
-.hil/explore/<label>/); `main` starts the server, prints the URL and serves until Ctrl-C.
+.hil/explore/<label>/); `run` starts the server, prints the URL and serves until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -38,6 +38,16 @@ from hil.explore.program import read_program
 from hil.explore.source import Source, from_case, from_path
 from hil.explore.viewer import Viewer, default_venv
 
+USAGE = """Open a case's .pte in Model Explorer (served on 127.0.0.1 only) with hil's overlays:
+its Ethos-U delegates expanded to their TOSA graphs, the partition report, Vela's per-layer
+NPU cycles and, when there is one, a per-node error file. Examples:
+
+    hil explore mobilenet_v2_lrn --target u85-ref            # export if needed, open the browser
+    hil explore mobilenet_v2_lrn --target u85-ref --no-browser --port 8090
+    hil explore mobilenet_v2_lrn --target u85-ref --show delegate_1
+    hil explore path/to/model.pte                             # any .pte (no case needed)
+"""
+
 log = logging.getLogger("hil.explore")
 Progress = Callable[[str], None]
 
@@ -67,7 +77,8 @@ class Exploration:
         )
 
     def delegate_graph(self, name: str) -> str:
-        return self.shown.delegate_graph(self.shown.delegate(name, "view"))
+        """The viewer's graph id of a delegate, by its folder name ("delegate_1")."""
+        return self.shown.delegate_graph(self.shown.delegate(name, "--show"))
 
 
 def prepare(
@@ -169,7 +180,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     explore = commands.add_parser(
         "explore",
         help="open a case's .pte in Model Explorer, with hil's overlays",
-        description=__doc__,
+        description=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     explore.add_argument("case", help="suite case name, MODULE:ATTR naming a hil.Case, or a .pte")
@@ -188,6 +199,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--port", type=int, help="port on 127.0.0.1 (default: 8080 or the next free one)"
     )
     explore.add_argument("--no-browser", action="store_true", help="only print the URL")
+    explore.add_argument(
+        "--show",
+        metavar="DELEGATE",
+        help="open on this delegate's TOSA graph (its folder name, e.g. delegate_1) instead of "
+        "the .pte graph",
+    )
     explore.add_argument(
         "--no-install",
         action="store_true",
@@ -264,6 +281,8 @@ def run(args: argparse.Namespace) -> int:
     )
     for note in exploration.notes:
         say(note)
+    plans = exploration.shown.program.plans
+    graph = exploration.delegate_graph(args.show) if args.show else plans[0] if plans else ""
     port = args.port if args.port is not None else server.free_port()
     if port is None:
         raise PortInUse(
@@ -272,8 +291,7 @@ def run(args: argparse.Namespace) -> int:
             fix="pass a free --port",
         )
     with server.start(viewer, port, exploration.folder / "viewer.log", say) as running:
-        plans = exploration.shown.program.plans
-        url = running.url(exploration.view(plans[0] if plans else ""))
+        url = running.url(exploration.view(graph))
         say(
             f"Model Explorer serves {source.label} on {running.base_url} (127.0.0.1 only); "
             "Ctrl-C stops it"

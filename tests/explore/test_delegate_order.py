@@ -79,3 +79,19 @@ def test_the_delegate_graphs_are_named_after_the_shown_model(explored: Explorati
         f"{label}.pte::forward_0_1",
         f"{label}.pte::forward_0_5",
     ]
+
+
+def test_show_opens_the_page_on_a_delegates_graph(explored: Exploration) -> None:
+    from urllib.parse import unquote
+
+    import pytest
+
+    from hil.errors import ExploreError
+
+    graph = explored.delegate_graph("delegate_1")
+    assert graph == f"{explored.source.label}.pte::forward_0_5"
+    state = json.loads(unquote(explored.view(graph).query().removeprefix("data=")))
+    assert state["uiState"]["paneStates"][0]["selectedGraphId"] == graph
+    assert state["nodeDataTargets"] == [explored.source.label] * len(explored.overlays)
+    with pytest.raises(ExploreError, match="no delegate 'delegate_9'"):
+        explored.delegate_graph("delegate_9")
