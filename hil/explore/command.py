@@ -104,6 +104,12 @@ def prepare(
             "(Vela again, per-layer estimate)"
         )
         delegates = kept_delegates(program, source.folder, source.details, folder / "vela")
+        guessed = [d.name for d in delegates if d.paired_by != "command stream"]
+        if guessed:
+            notes.append(
+                f"{', '.join(guessed)} paired with their calls by {delegates[0].paired_by}, "
+                "not by command stream (Vela's output differs from the .pte's)"
+            )
     elif calls:
         notes.append(
             f"{len(calls)} Ethos-U delegate(s) but no TOSA graphs kept beside this "

@@ -5,7 +5,9 @@ in the order ExecuTorch's lowering listed the lowered modules). The .pte calls i
 in program order. hil does not assume the two orders agree: Vela compiles every kept graph
 again (hil.explore.vela_layers, which also yields the per-layer estimate) and a graph belongs to
 the call whose processed bytes are exactly the command stream it compiles to. The tensor shapes
-of the call's arguments must then be the graph's input and output shapes as well.
+of the call's arguments must then be the graph's input and output shapes as well. Should the
+streams not match (an artifact without recorded Vela flags), graphs are paired by their shapes
+where those are unique, else in the recorded order, and `paired_by` says which.
 
 The PTE adapter (pte-adapter-model-explorer 0.2.0) takes the graphs as `delegate_file_paths`
 and gives the k-th Ethos-U call in program order the path at index `len - 1 - k`: it wants them
@@ -42,6 +44,7 @@ class KeptDelegate:
     name: str  # the artifact's delegate folder name, "delegate_1"
     graph: TosaGraph
     estimate: DelegateEstimate | None  # None when Vela's flags are not recorded
+    paired_by: str = "command stream"  # or "shapes", "order" (see _pair)
 
 
 def kept_delegates(
@@ -85,23 +88,29 @@ def _pair(
     calls: Sequence[DelegateCall],
     kept: Sequence[tuple[str, TosaGraph, DelegateEstimate | None]],
 ) -> list[KeptDelegate]:
-    by_stream: dict[str, tuple[str, TosaGraph, DelegateEstimate | None]] = {
-        e.stream_sha256: (n, g, e) for n, g, e in kept if e is not None
-    }
+    """By exact command stream; failing that (no recorded Vela flags, or a Vela whose debug
+    flags change the stream), by shapes where they are unique, else in the recorded order."""
+    Kept = tuple[str, TosaGraph, DelegateEstimate | None]
+    by_stream: dict[str, Kept] = {e.stream_sha256: (n, g, e) for n, g, e in kept if e}
+    digests = [hashlib.sha256(call.blob).hexdigest() for call in calls]
+    if all(d in by_stream for d in digests) and len(set(digests)) == len(calls):
+        pairs: list[tuple[str, TosaGraph, DelegateEstimate | None, str]] = [
+            (*by_stream[d], "command stream") for d in digests
+        ]
+    else:
+        if by_stream:
+            log.warning(
+                "the kept TOSA graphs do not compile to the .pte's command streams "
+                "with Vela's debug flags: pairing by shapes"
+            )
+        signatures = [sorted(g.io_shapes()) for _, g, _ in kept]
+        pairs = []
+        for position, call in enumerate(calls):
+            same = [i for i, sig in enumerate(signatures) if sig == sorted(call.shapes)]
+            index, how = (same[0], "shapes") if len(same) == 1 else (position, "order")
+            pairs.append((*kept[index], how))
     paired = []
-    for position, call in enumerate(calls):
-        digest = hashlib.sha256(call.blob).hexdigest()
-        if len(by_stream) == len(kept):
-            if digest not in by_stream:
-                raise ExploreError(
-                    f"{program.path}: Ethos-U call {call.instruction.node_id} runs a command "
-                    "stream that none of the artifact's kept TOSA graphs compiles to",
-                    fix="the artifact is stale or was exported with another Vela: delete its "
-                    "cache folder and export again",
-                )
-            name, graph, found = by_stream[digest]
-        else:  # no recorded flags (an older artifact): the recorded order, checked by shapes
-            name, graph, found = kept[position]
+    for call, (name, graph, found, how) in zip(calls, pairs, strict=True):
         if sorted(graph.io_shapes()) != sorted(call.shapes):
             raise ExploreError(
                 f"{program.path}: {name}'s TOSA graph has input/output shapes "
@@ -109,7 +118,12 @@ def _pair(
                 f"{list(call.shapes)}",
                 fix="the artifact's delegate folders do not match its .pte: export it again",
             )
-        paired.append(KeptDelegate(call, name, graph, found))
+        paired.append(KeptDelegate(call, name, graph, found, how))
+    if len({d.name for d in paired}) != len(paired):
+        raise ExploreError(
+            f"{program.path}: two Ethos-U calls pair with one kept TOSA graph",
+            fix="the artifact's delegate folders do not match its .pte: export it again",
+        )
     return paired
 
 

@@ -95,3 +95,20 @@ def test_show_opens_the_page_on_a_delegates_graph(explored: Exploration) -> None
     assert state["nodeDataTargets"] == [explored.source.label] * len(explored.overlays)
     with pytest.raises(ExploreError, match="no delegate 'delegate_9'"):
         explored.delegate_graph("delegate_9")
+
+
+def test_without_matching_command_streams_the_graphs_pair_by_shape(explored: Exploration) -> None:
+    from dataclasses import replace
+
+    from hil.explore.delegates import _pair
+
+    d0, d1 = explored.shown.delegates
+    assert d0.paired_by == d1.paired_by == "command stream"
+    stale = [(d.name, d.graph, replace(d.estimate, stream_sha256="0" * 64))  # type: ignore[type-var]
+             for d in (d1, d0)]  # fmt: skip
+    paired = _pair(explored.shown.program, [d0.call, d1.call], stale)
+    assert [(p.name, p.paired_by) for p in paired] == [("delegate_0", "shapes"),
+                                                        ("delegate_1", "shapes")]  # fmt: skip
+    no_flags = [(d.name, d.graph, None) for d in (d0, d1)]
+    assert [p.name for p in _pair(explored.shown.program, [d0.call, d1.call], no_flags)] == [
+        "delegate_0", "delegate_1"]  # fmt: skip
