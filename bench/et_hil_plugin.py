@@ -40,9 +40,13 @@ def _variants(target: str, folder: Path) -> DeviceRegistry:
         for per_channel in (True, False):
             name = target + ("-a16w8" if a16w8 else "") + ("" if per_channel else "-pt")
             spec = {**base, "name": name}
-            spec["recipes"] = [{**r, "options": {**r.get("options", {}), "a16w8": a16w8,
-                                                 "per_channel": per_channel}}
-                               for r in base["recipes"]]  # fmt: skip
+            spec["recipes"] = [
+                {
+                    **r,
+                    "options": {**r.get("options", {}), "a16w8": a16w8, "per_channel": per_channel},
+                }
+                for r in base["recipes"]
+            ]
             (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
     return DeviceRegistry.from_dirs([folder])
 
@@ -79,9 +83,15 @@ class HilPipeline:
     def __class_getitem__(cls, _item: Any) -> type[HilPipeline]:
         return cls
 
-    def __init__(self, module: torch.nn.Module, test_data: Any, *_ops: Any,
-                 per_channel_quantization: bool = True,
-                 tosa_extensions: list[str] | None = None, **_options: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        test_data: Any,
+        *_ops: Any,
+        per_channel_quantization: bool = True,
+        tosa_extensions: list[str] | None = None,
+        **_options: Any,
+    ) -> None:
         self.module = module
         self.inputs = test_data if isinstance(test_data, tuple) else (test_data,)
         self.per_channel = per_channel_quantization
@@ -95,8 +105,13 @@ class HilPipeline:
         config: pytest.Config = _current["config"]
         target = os.environ.get("HIL_ET_TARGET", "u85-ref")
         name = target + ("-a16w8" if self.a16w8 else "") + ("" if self.per_channel else "-pt")
-        result = hil.check(self.module, self.inputs, target=name, name=_current["nodeid"],
-                           session=config.stash[SESSION])  # fmt: skip
+        result = hil.check(
+            self.module,
+            self.inputs,
+            target=name,
+            name=_current["nodeid"],
+            session=config.stash[SESSION],
+        )
         result.raise_for_failures()
         if result.verdict == "NOT JUDGED":
             pytest.skip(result.not_judged_message() or "NOT JUDGED")

@@ -11,7 +11,7 @@ the same cases with the same inputs. Printed:
 
 * each side's exit status, pass/fail/xfail/skip counts, and the case ids each side ran;
 * time: start-up (a run that collects and selects nothing) apart from the per-case time, for
-  ExecuTorch's harness with and without hil's export speed-up (hil/export_speedup.py, which any
+  ExecuTorch's harness with and without hil's export speed-up (hil/recipes/export_speedup.py, which any
   torch 2.13 user could apply), and for hil cold (empty cache) and warm;
 * every case where the two disagree, with hil's reason.
 
@@ -34,11 +34,24 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = (
-    "test_add", "test_sub", "test_mul", "test_conv2d", "test_linear", "test_relu",
-    "test_sigmoid", "test_tanh", "test_avg_pool2d", "test_max_pool", "test_mean_dim",
-    "test_softmax", "test_cat", "test_permute", "test_view", "test_hardswish",
-)  # fmt: skip
-SPEEDUP = "import hil.export_speedup as s\ndef pytest_configure(config):\n    s.install()\n"
+    "test_add",
+    "test_sub",
+    "test_mul",
+    "test_conv2d",
+    "test_linear",
+    "test_relu",
+    "test_sigmoid",
+    "test_tanh",
+    "test_avg_pool2d",
+    "test_max_pool",
+    "test_mean_dim",
+    "test_softmax",
+    "test_cat",
+    "test_permute",
+    "test_view",
+    "test_hardswish",
+)
+SPEEDUP = "import hil.recipes.export_speedup as s\ndef pytest_configure(config):\n    s.install()\n"
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,7 @@ class Run:
 def ops_folder() -> Path:
     import executorch
 
-    return Path(list(executorch.__path__)[0]) / "backends" / "arm" / "test" / "ops"
+    return Path(next(iter(executorch.__path__))) / "backends" / "arm" / "test" / "ops"
 
 
 def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
@@ -79,8 +92,18 @@ def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
 
 def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str]) -> Run:
     report = work / f"{label.replace(' ', '_')}.xml"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hil",
-               f"--junitxml={report}", *args]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:hil",
+        f"--junitxml={report}",
+        *args,
+    ]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
@@ -100,15 +123,21 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="hil-et-ops-"))
     (work / "speedup").mkdir()
     (work / "speedup" / "et_speedup.py").write_text(SPEEDUP)
-    base = {**os.environ, "HIL_ET_TARGET": args.target, "HIL_CACHE_DIR": str(work / "cache"),
-            "HIL_RESULTS_DIR": str(work / "results")}  # fmt: skip
+    base = {
+        **os.environ,
+        "HIL_ET_TARGET": args.target,
+        "HIL_CACHE_DIR": str(work / "cache"),
+        "HIL_RESULTS_DIR": str(work / "results"),
+    }
     ours = {**base, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     sped = {**base, "PYTHONPATH": os.pathsep.join([str(work / "speedup"), str(REPO)])}
     theirs = [*files, "-k", args.k]
     hil_args = ["-p", "et_hil_plugin", *theirs]
     nothing = [*files, "-k", "no_test_has_this_name"]
-    print(f"ExecuTorch's Arm op tests ({args.k}) from {folder}: {len(files)} files, hil on "
-          f"{args.target}")  # fmt: skip
+    print(
+        f"ExecuTorch's Arm op tests ({args.k}) from {folder}: {len(files)} files, hil on "
+        f"{args.target}"
+    )
     startup = {
         "theirs": pytest_run("start-up, their harness", nothing, work, base).seconds,
         "hil": pytest_run("start-up, hil", ["-p", "et_hil_plugin", *nothing], work, ours).seconds,
@@ -118,8 +147,10 @@ def main() -> int:
     cold = pytest_run(f"hil {args.target}, cold", hil_args, work, ours)
     warm = pytest_run(f"hil {args.target}, warm", hil_args, work, ours)
     ran_theirs, ran_ours = set(et.outcomes), set(cold.outcomes)
-    print(f"cases run: ExecuTorch {len(ran_theirs)}, hil {len(ran_ours)}; run by only one side: "
-          f"{sorted(ran_theirs ^ ran_ours) or 'none'}")  # fmt: skip
+    print(
+        f"cases run: ExecuTorch {len(ran_theirs)}, hil {len(ran_ours)}; run by only one side: "
+        f"{sorted(ran_theirs ^ ran_ours) or 'none'}"
+    )
     cases = max(len(ran_theirs & ran_ours), 1)
 
     def per_case(run: Run, start: float) -> float:
@@ -128,10 +159,14 @@ def main() -> int:
     t_et, t_fast = per_case(et, startup["theirs"]), per_case(et_fast, startup["theirs"])
     t_cold, t_warm = per_case(cold, startup["hil"]), per_case(warm, startup["hil"])
     print(f"start-up: their harness {startup['theirs']:.1f} s, hil {startup['hil']:.1f} s")
-    print(f"per case (start-up excluded): ExecuTorch {t_et:.2f} s ({t_fast:.2f} s with hil's "
-          f"export speed-up), hil cold {t_cold:.2f} s, warm {t_warm:.3f} s")  # fmt: skip
-    print(f"ExecuTorch / hil: cold {t_et / t_cold:.2f} ({t_fast / t_cold:.2f} against the sped-up "
-          f"harness), warm {t_et / max(t_warm, 1e-9):.1f}")  # fmt: skip
+    print(
+        f"per case (start-up excluded): ExecuTorch {t_et:.2f} s ({t_fast:.2f} s with hil's "
+        f"export speed-up), hil cold {t_cold:.2f} s, warm {t_warm:.3f} s"
+    )
+    print(
+        f"ExecuTorch / hil: cold {t_et / t_cold:.2f} ({t_fast / t_cold:.2f} against the sped-up "
+        f"harness), warm {t_et / max(t_warm, 1e-9):.1f}"
+    )
     agree = differ = 0
     for case in sorted(ran_theirs & ran_ours):
         theirs_outcome, hil_outcome = et.outcomes[case][0], cold.outcomes[case]
@@ -139,8 +174,10 @@ def main() -> int:
             agree += 1
             continue
         differ += 1
-        print(f"  differ: {case}: ExecuTorch {theirs_outcome}, hil {hil_outcome[0]}: "
-              f"{hil_outcome[1][:240]}")  # fmt: skip
+        print(
+            f"  differ: {case}: ExecuTorch {theirs_outcome}, hil {hil_outcome[0]}: "
+            f"{hil_outcome[1][:240]}"
+        )
     print(f"verdicts agree on {agree} cases, differ on {differ}")
     shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -35,8 +35,8 @@ from typing import Any
 
 import yaml
 
-from hil import firmware
 from hil.lab.virtual_rack import VirtualRack
+from hil.runner import firmware
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 1.6

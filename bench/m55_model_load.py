@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from hil.devices import DeviceRegistry
-from hil.protocol.file_load import load_file
+from hil.runner.file_load import load_file
 from hil.targets.serial import open_link, prepare_board
 
 REPO = Path(__file__).resolve().parents[1]

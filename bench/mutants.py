@@ -1,6 +1,6 @@
 """Mutation bench: does a verdict catch outputs rewritten the way kernel bugs rewrite them?
 
-    .venv/bin/python bench/mutants.py                    # host, vboard, pi5-emu, u85-ref, cortex-m55-ref
+    .venv/bin/python bench/mutants.py           # host, vboard, pi5-emu, u85-ref, cortex-m55-ref
     .venv/bin/python bench/mutants.py --targets host u85-ref
 
 Small models go through the public API (hil.Session.check) on every recipe of each target; the
@@ -54,9 +54,13 @@ class SmallCnn(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        )  # fmt: skip
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+        )
         self.head = nn.Linear(16, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -64,11 +68,16 @@ class SmallCnn(nn.Module):
 
 
 MODELS = (
-    hil.Case("conv_relu", _seeded(lambda: nn.Sequential(nn.Conv2d(8, 16, 3, padding=1),
-                                                        nn.ReLU())),
-             hil.seeded((1, 8, 16, 16))),  # fmt: skip
-    hil.Case("depthwise", _seeded(lambda: nn.Conv2d(8, 8, 3, padding=1, groups=8)),
-             hil.seeded((1, 8, 16, 16))),  # fmt: skip
+    hil.Case(
+        "conv_relu",
+        _seeded(lambda: nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU())),
+        hil.seeded((1, 8, 16, 16)),
+    ),
+    hil.Case(
+        "depthwise",
+        _seeded(lambda: nn.Conv2d(8, 8, 3, padding=1, groups=8)),
+        hil.seeded((1, 8, 16, 16)),
+    ),
     hil.Case("linear", _seeded(lambda: nn.Linear(64, 32)), hil.seeded((4, 64))),
     hil.Case("small_cnn", _seeded(SmallCnn), hil.seeded((1, 3, 32, 32)), classifier=True),
 )
@@ -100,7 +109,9 @@ def offset(size: float | None) -> Mutant:
 def few(size: float | None) -> Mutant:
     def rewrite(out: Array, rng: np.random.Generator) -> Array:
         flat = out.reshape(-1).copy()
-        flat[rng.choice(flat.size, size=min(3, flat.size), replace=False)] += (size or 0) * _range(out)
+        flat[rng.choice(flat.size, size=min(3, flat.size), replace=False)] += (size or 0) * _range(
+            out
+        )
         return flat.reshape(out.shape)
 
     return rewrite
@@ -147,10 +158,14 @@ def nan(_size: float | None) -> Mutant:
 
 
 KINDS = (
-    Kind("gain", SIZES, gain), Kind("offset", SIZES, offset), Kind("few", SIZES, few),
-    Kind("wild", WILD_SIZES, wild), Kind("swapped", (None,), swapped),
-    Kind("stale", (None,), stale), Kind("nan", (None,), nan),
-)  # fmt: skip
+    Kind("gain", SIZES, gain),
+    Kind("offset", SIZES, offset),
+    Kind("few", SIZES, few),
+    Kind("wild", WILD_SIZES, wild),
+    Kind("swapped", (None,), swapped),
+    Kind("stale", (None,), stale),
+    Kind("nan", (None,), nan),
+)
 
 
 def on_grid(mutant: Mutant, step: float | None) -> Callable[[tuple[Array, ...]], Sequence[Array]]:
@@ -182,8 +197,10 @@ def main() -> int:
                     clean = session.check(case, target, recipe)
                     where = f"{case.name} on {target} [{recipe}]"
                     if clean.verdict != "PASS":
-                        alarms.append(f"{where}: {clean.verdict}: "
-                                      f"{(clean.failure_message() or '').splitlines()[:2]}")  # fmt: skip
+                        alarms.append(
+                            f"{where}: {clean.verdict}: "
+                            f"{(clean.failure_message() or '').splitlines()[:2]}"
+                        )
                         continue
                     step = clean.artifact.output_scales[0] if clean.numerics != "fp32" else None
                     for kind in KINDS:
@@ -201,9 +218,14 @@ def main() -> int:
     for target in args.targets:
         for kind in KINDS:
             small = caught.get((target, kind.name, "<1%"), [0, 0])
-            big = caught[(target, kind.name, "gross")] if kind.sizes == (None,) else caught.get(
-                (target, kind.name, ">=1%"), [0, 0])  # fmt: skip
-            print(f"{target:15s} {kind.name:8s} {small[0]:5d}/{small[1]:<6d} {big[0]:6d}/{big[1]:<6d}")
+            big = (
+                caught[(target, kind.name, "gross")]
+                if kind.sizes == (None,)
+                else caught.get((target, kind.name, ">=1%"), [0, 0])
+            )
+            print(
+                f"{target:15s} {kind.name:8s} {small[0]:5d}/{small[1]:<6d} {big[0]:6d}/{big[1]:<6d}"
+            )
     print(f"false alarms on clean runs: {len(alarms)}")
     for line in alarms:
         print(f"  {line}")
@@ -211,8 +233,10 @@ def main() -> int:
     for line in missed:
         print(f"  {line}")
     met = not alarms and not missed
-    print("goal (every mutant of 1 % of the range and more caught, no false alarm): "
-          + ("met" if met else "NOT met"))  # fmt: skip
+    print(
+        "goal (every mutant of 1 % of the range and more caught, no false alarm): "
+        + ("met" if met else "NOT met")
+    )
     return 0 if met else 1
 
 

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import torch
 
-from hil import firmware
 from hil.case import case_from_module
 from hil.devices import DeviceRegistry, default_device_dirs
-from hil.protocol.client import LinkPolicy, RunnerClient
 from hil.recipes import make_recipe
+from hil.runner import firmware
+from hil.runner.client import LinkPolicy, RunnerClient
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.targets.virtual_boards import HostRunnerBoard

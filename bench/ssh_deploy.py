@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.case import case_from_module
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.recipes import make_recipe

@@ -36,8 +36,13 @@ Key = tuple[str, str, str]
 def capability_runs(path: str) -> bool:
     """Whether torch takes `path` on this CPU (it silently falls back when it cannot)."""
     probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
-    done = subprocess.run([str(PYTHON), "-c", probe], capture_output=True, text=True,
-                          env={**os.environ, "ATEN_CPU_CAPABILITY": path}, check=False)  # fmt: skip
+    done = subprocess.run(
+        [str(PYTHON), "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ATEN_CPU_CAPABILITY": path},
+        check=False,
+    )
     return done.stdout.strip().lower() == path
 
 
@@ -45,13 +50,28 @@ def run_suites(path: str, targets: list[str], work: Path, keep: bool) -> float:
     results, cache = work / f"results-{path}", work / f"cache-{path}"
     if not keep:
         subprocess.run(["rm", "-rf", str(results), str(cache)], check=True)
-    command = [str(PYTHON), "-m", "pytest", "suites", "-q", "-p", "no:cacheprovider",
-               *(f"--target={t}" for t in targets), f"--hil-cache-dir={cache}",
-               f"--hil-results-dir={results}"]  # fmt: skip
+    command = [
+        str(PYTHON),
+        "-m",
+        "pytest",
+        "suites",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *(f"--target={t}" for t in targets),
+        f"--hil-cache-dir={cache}",
+        f"--hil-results-dir={results}",
+    ]
     started = time.perf_counter()
     with (work / f"log-{path}.txt").open("w") as log:
-        subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False,
-                       env={**os.environ, "ATEN_CPU_CAPABILITY": path})  # fmt: skip
+        subprocess.run(
+            command,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+            env={**os.environ, "ATEN_CPU_CAPABILITY": path},
+        )
     return time.perf_counter() - started
 
 
@@ -62,7 +82,9 @@ def verdicts(results: Path) -> dict[Key, tuple[str, float | None]]:
         record: dict[str, Any] = json.loads(line)
         margin = record.get("margin")
         found[(record["case"], record["target"], record["recipe"])] = (
-            str(record["verdict"]), margin if isinstance(margin, (int, float)) else None)
+            str(record["verdict"]),
+            margin if isinstance(margin, (int, float)) else None,
+        )
     run = json.loads((results / "run.json").read_text())
     for item in run.get("items", []):
         key = (item["case"], item["target"], item["recipe"])
@@ -82,21 +104,29 @@ def main() -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     usable = [p for p in PATHS if capability_runs(p)]
     skipped = sorted(set(PATHS) - set(usable))
-    print(f"SIMD paths run here: {', '.join(usable)}"
-          + (f"; not on this CPU: {', '.join(skipped)}" if skipped else ""))  # fmt: skip
+    print(
+        f"SIMD paths run here: {', '.join(usable)}"
+        + (f"; not on this CPU: {', '.join(skipped)}" if skipped else "")
+    )
     by_path: dict[str, dict[Key, tuple[str, float | None]]] = {}
     for path in usable:
         seconds = run_suites(path, args.targets, args.work, args.keep)
         by_path[path] = verdicts(args.work / f"results-{path}")
         counts = Counter(v for v, _ in by_path[path].values())
         margins = [m for v, m in by_path[path].values() if v == "PASS" and m is not None]
-        print(f"  {path:8s} {seconds / 60:5.1f} min  " + ", ".join(
-            f"{n} {v}" for v, n in sorted(counts.items()))
-            + (f"; largest share of an error limit a PASS used: {max(margins):.2f}"
-               if margins else ""))  # fmt: skip
+        print(
+            f"  {path:8s} {seconds / 60:5.1f} min  "
+            + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+            + (
+                f"; largest share of an error limit a PASS used: {max(margins):.2f}"
+                if margins
+                else ""
+            )
+        )
     keys = sorted(set().union(*(set(v) for v in by_path.values())))
-    differing = [k for k in keys if len({by_path[p].get(k, ("ABSENT", None))[0]
-                                         for p in usable}) > 1]  # fmt: skip
+    differing = [
+        k for k in keys if len({by_path[p].get(k, ("ABSENT", None))[0] for p in usable}) > 1
+    ]
     print(f"{len(keys)} checks on {len(args.targets)} targets; verdicts differ on {len(differing)}")
     for key in differing:
         row = ", ".join(f"{p}: {by_path[p].get(key, ('ABSENT', None))[0]}" for p in usable)

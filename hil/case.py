@@ -45,7 +45,8 @@ class Case:
     a named piece of hardware ("*" entries are for the reference machine and get each device's
     scale). `budget_vs_eager` maps the same keys to a ratio for targets whose hardware is the
     machine hil runs on (host, vboard): the target's best time over eager PyTorch's there.
-    `xfail` maps the same kind of keys to the reason the combination is expected to fail.
+    `xfail` maps the same kind of keys to the reason the combination is expected to fail;
+    `tolerance` is one ToleranceOverride, or a table of them keyed the same way.
     `fully_delegated` asserts that nothing falls back to the CPU on targets that partition
     (Ethos-U, Cortex-M); `expected_fallback` names the operators expected on the CPU instead
     ("avg_pool3d"), for every such target or per "target/recipe" key like `xfail`.
@@ -69,7 +70,7 @@ class Case:
     max_accuracy_drop: float | None = None
     budget_ms: Mapping[str, float] = field(default_factory=_empty)
     budget_vs_eager: Mapping[str, float] = field(default_factory=_empty)
-    tolerance: ToleranceOverride | None = None
+    tolerance: ToleranceOverride | Mapping[str, ToleranceOverride] | None = None
     recipes: frozenset[str] | None = None
     targets: frozenset[str] | None = None
     xfail: Mapping[str, str] = field(default_factory=_empty)
@@ -84,6 +85,14 @@ class Case:
         if self.targets is not None and target not in self.targets:
             return False
         return self.recipes is None or recipe in self.recipes
+
+    def tolerance_for(self, target: str, recipe: str) -> ToleranceOverride | None:
+        """The case's override for one variant: one for all, or the most specific entry of a
+        table keyed like `xfail` ("target/recipe", "target", "*/recipe", "*")."""
+        if self.tolerance is None or isinstance(self.tolerance, ToleranceOverride):
+            return self.tolerance
+        found = first_match(self.tolerance, target, recipe)
+        return found[1] if found else None
 
     def xfail_reason(self, target: str, recipe: str) -> str | None:
         found = first_match(self.xfail, target, recipe)

@@ -51,7 +51,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def cmd_firmware_build(args: argparse.Namespace) -> int:
     """Build (or reuse) the runner for a target; prints the path of the built runner."""
-    from hil.firmware import build_firmware
+    from hil.runner.firmware import build_firmware
 
     registry = _registry(args)
     result = build_firmware(registry.get(args.target), force=args.force)
@@ -61,7 +61,7 @@ def cmd_firmware_build(args: argparse.Namespace) -> int:
 
 def cmd_firmware_pools(args: argparse.Namespace) -> int:
     """The smallest runner pools a .pte needs, as a device file's connection.firmware.defines."""
-    from hil.firmware_pools import needs_of, render
+    from hil.runner.pools import needs_of, render
 
     measured: dict[str, float] = {}
     for item in args.measured or ():
@@ -80,7 +80,7 @@ def cmd_firmware_pools(args: argparse.Namespace) -> int:
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     """Bring-up checks of a serial target's runner: handshake, transfer, echo, throughput."""
-    from hil.protocol.selftest import selftest
+    from hil.runner.selftest import selftest
     from hil.targets.serial import runner_client
 
     spec = _registry(args).get(args.target)

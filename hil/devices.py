@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from hil.bundled import devices_dir
 from hil.errors import DeviceSpecError, UsageError
 
 TARGET_KINDS = ("host", "ethos_u_ref", "cortex_m_ref", "serial", "ssh", "fvp")
@@ -332,17 +333,16 @@ class DeviceRegistry:
 
 
 def default_device_dirs(start: Path | None = None) -> list[Path]:
-    """Device folders: the project's devices/ (searched upward from `start`), then $HIL_DEVICES."""
-    dirs: list[Path] = []
+    """Device folders, later ones overriding earlier ones by name: the device files hil ships,
+    the project's devices/ (searched upward from `start`), then $HIL_DEVICES."""
+    dirs: list[Path] = [devices_dir()]
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / "devices").is_dir() and any((folder / "devices").glob("*.yaml")):
-            dirs.append(folder / "devices")
+        candidate = (folder / "devices").resolve()
+        if candidate.is_dir() and any(candidate.glob("*.yaml")):
+            if candidate not in dirs:
+                dirs.append(candidate)
             break
-    else:
-        bundled = Path(__file__).resolve().parent.parent / "devices"
-        if bundled.is_dir():
-            dirs.append(bundled)
     for extra in os.environ.get("HIL_DEVICES", "").split(os.pathsep):
         if extra:
             dirs.append(Path(extra))

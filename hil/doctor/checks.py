@@ -9,10 +9,10 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 
-from hil import firmware
 from hil.devices import DeviceSpec
 from hil.doctor import MISSING, NOTE, OK, Finding, finding_from
 from hil.errors import TargetUnavailable
+from hil.runner import firmware
 
 
 def tool(name: str, fix: str, *, what: str | None = None, blocking: bool = True) -> Finding:

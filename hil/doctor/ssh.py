@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from hil import firmware
-from hil.aarch64_sdk import executorch_root
 from hil.devices import DeviceSpec
 from hil.doctor import Finding, finding_from
 from hil.doctor.checks import compiler, runner_build, tool
 from hil.errors import TargetUnavailable
+from hil.runner import firmware
+from hil.runner.aarch64_sdk import executorch_root
 from hil.targets.emulated_pi import SSHD
 from hil.targets.ssh_settings import SshSettings, real_endpoint
 

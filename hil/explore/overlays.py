@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hil.artifacts.partition import short_name
 from hil.errors import ExploreError
 from hil.explore.delegates import KeptDelegate
 from hil.explore.node_errors import Address, Metric, NodeErrors
 from hil.explore.program import Instruction, Program
-from hil.partition import short_name
 
 NPU = "#8fd694"
 FALLBACK = "#f4a261"

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hil.cache import META_NAME, Artifact, ArtifactCache
+from hil.artifacts.store import META_NAME, Artifact, ArtifactCache
 from hil.devices import DeviceRegistry
 from hil.errors import ArtifactMissing, UsageError
 from hil.explore.cases import find_case

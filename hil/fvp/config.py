@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from hil import firmware
 from hil.devices import DeviceSpec
 from hil.errors import DeviceSpecError
 from hil.fvp.platforms import PLATFORMS, FvpPlatform, npu_macs
+from hil.runner import firmware
 
 MODES = ("accurate", "fast")
 # The FVP keeps fewer than 256 characters of the semihosting command line and drops the rest

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import DeviceSpec, TimingPolicy
 from hil.errors import (

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.errors import HilError, TargetUnavailable
 from hil.plugin.records import error_record
 from hil.plugin.state import RECORD_KEY, STATE, Variant

@@ -3,7 +3,7 @@
     --hil-retries N        a case that fails on the infrastructure is run again, up to N
                            times, on another board where the target has a pool (Session
                            retries); verdicts on the model are never retried
-    --hil-quarantine FILE  known failures reported as quarantined (hil/quarantine.py); an
+    --hil-quarantine FILE  known failures reported as quarantined (hil/lab/quarantine.py); an
                            expired entry is a usage error naming it
 
 Every check's attempts (board, verdict, cause, what was done) go into its record when there
@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from hil.errors import UsageError
+from hil.lab.quarantine import Entry, Quarantine, load
 from hil.plugin.lab_summary import render
 from hil.plugin.outcomes import is_test_failure, variant_of
 from hil.plugin.state import STATE, HilState
-from hil.quarantine import Entry, Quarantine, load
 from hil.verdict.result import CheckResult
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from hil.macs import graph_macs, op_name
-from hil.partition import Fallback, PartitionReport
+from hil.artifacts.partition import Fallback, PartitionReport
+from hil.ethos_u.macs import graph_macs, op_name
 from hil.recipes.host_program import is_delegate_call
 
 QDQ = (

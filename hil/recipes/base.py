@@ -11,10 +11,10 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from hil.arrays import Array
+from hil.artifacts.fingerprint import module_source_digest
 from hil.artifacts.parts import OutputSensitivity
 from hil.case import BuiltCase
 from hil.errors import UsageError
-from hil.fingerprint import module_source_digest
 from hil.verdict.tolerances import StepAllowance
 
 

@@ -26,10 +26,10 @@ from typing import Any
 
 import torch
 
+from hil.artifacts.partition import Fallback, PartitionReport
 from hil.case import BuiltCase
 from hil.errors import UsageError
-from hil.macs import graph_macs, op_name
-from hil.partition import Fallback, PartitionReport
+from hil.ethos_u.macs import graph_macs, op_name
 from hil.recipes.arm_partition import compute_nodes, missing_cpu_kernels
 from hil.recipes.base import ExportProduct, Recipe
 from hil.recipes.host_program import host_program as make_host_program
@@ -78,8 +78,8 @@ class CortexMRecipe(Recipe):
         "hil.recipes.rounding",
         "hil.recipes.host_program",
         "hil.recipes.arm_partition",
-        "hil.macs",
-        "hil.partition",
+        "hil.ethos_u.macs",
+        "hil.artifacts.partition",
     )
 
     step_allowances = MappingProxyType({"int8": CMSIS_NN_INT8})

@@ -28,16 +28,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hil.capture import captured_output
 from hil.case import BuiltCase
 from hil.errors import ExportError, ResourceExhausted, UsageError, resource_exhaustion
-from hil.recipes.arm_partition import lowered_modules, missing_cpu_kernels, partition_report
-from hil.recipes.base import ExportProduct, Recipe
-from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
-from hil.recipes.host_program import host_program, save_host_program
-from hil.recipes.lowering import exporter_step
-from hil.recipes.quantized import QuantizedModel, QuantizedStore
-from hil.vela import (
+from hil.ethos_u.vela import (
     ACCELERATOR_CONFIGS,
     VelaSummary,
     check_ini_choice,
@@ -47,6 +40,13 @@ from hil.vela import (
     mac_utilization,
     macs_per_cycle,
 )
+from hil.recipes.arm_partition import lowered_modules, missing_cpu_kernels, partition_report
+from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.capture import captured_output
+from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
+from hil.recipes.host_program import host_program, save_host_program
+from hil.recipes.lowering import exporter_step
+from hil.recipes.quantized import QuantizedModel, QuantizedStore
 from hil.verdict.tolerances import StepAllowance
 
 DELEGATES = "delegates"
@@ -101,11 +101,11 @@ class EthosURecipe(Recipe):
         "hil.recipes.host_program",
         "hil.recipes.arm_partition",
         "hil.recipes.delegate_files",
-        "hil.capture",
-        "hil.tosa_delegate",
-        "hil.vela",
-        "hil.macs",
-        "hil.partition",
+        "hil.recipes.capture",
+        "hil.ethos_u.tosa_delegate",
+        "hil.ethos_u.vela",
+        "hil.ethos_u.macs",
+        "hil.artifacts.partition",
     )
 
     step_allowances = MappingProxyType({"int8": TOSA_INT8, "a16w8": TOSA_A16W8})

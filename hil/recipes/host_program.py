@@ -4,7 +4,8 @@ Reference targets must execute at run time, yet a warm run must export nothing. 
 with torch.export.save, the program exactly as lowering left it, with two substitutions that make
 it loadable and runnable without ExecuTorch's runtime:
 
-- each NPU delegate call becomes `hil::tosa_delegate(name, outputs, inputs)` (hil.tosa_delegate),
+- each NPU delegate call becomes `hil::tosa_delegate(name, outputs, inputs)`
+  (hil.ethos_u.tosa_delegate),
   which the reference target answers with the delegate's TOSA graph;
 - each edge-dialect operator becomes the aten (or cortex_m, quantized_decomposed) operator it
   wraps, so PyTorch's kernels (or the Cortex-M Python reference kernels) run the CPU part;
@@ -26,8 +27,8 @@ from typing import Any
 import torch
 
 from hil.errors import DeployError, ExportError
-from hil.macs import aten_overload
-from hil.tosa_delegate import OP, TensorSpec, encode_outputs
+from hil.ethos_u.macs import aten_overload
+from hil.ethos_u.tosa_delegate import OP, TensorSpec, encode_outputs
 
 HOST_PROGRAM = "host_program.pt2"
 
@@ -42,7 +43,7 @@ OP_LIBRARIES: dict[str, str] = {
     "dim_order_ops": "executorch.exir.passes.dim_order_ops_registry",
     # Importing the passes registers cortex_m ops (ops.operators alone hits a circular import).
     "cortex_m": "executorch.backends.cortex_m.passes",
-    "hil": "hil.tosa_delegate",
+    "hil": "hil.ethos_u.tosa_delegate",
 }
 BUILTIN_NAMESPACES = ("aten", "prims")
 

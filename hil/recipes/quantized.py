@@ -38,16 +38,16 @@ import numpy as np
 import torch
 
 from hil.arrays import Array
-from hil.artifacts.parts import OutputSensitivity
-from hil.case import BuiltCase
-from hil.errors import CacheError
-from hil.fingerprint import (
+from hil.artifacts.fingerprint import (
     digest_of,
     input_spec,
     tensor_fingerprint,
     tensors_fingerprint,
     tool_versions,
 )
+from hil.artifacts.parts import OutputSensitivity
+from hil.case import BuiltCase
+from hil.errors import CacheError
 from hil.locks import file_lock
 from hil.recipes import rounding
 from hil.recipes.lowering import (

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hil.artifacts.fingerprint import tool_versions
 from hil.devices import DeviceSpec
-from hil.fingerprint import tool_versions
 
 RUN_VERSION = 1
 

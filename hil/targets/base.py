@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
 from hil.arrays import Array
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import DeviceSpec, TimingPolicy
 from hil.errors import TargetStateError

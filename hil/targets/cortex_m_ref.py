@@ -18,11 +18,11 @@ from typing import Any, ClassVar
 import torch
 
 from hil.arrays import to_array
-from hil.cache import Artifact
+from hil.artifacts.partition import PartitionReport
+from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, MissingKernel, TargetUnavailable
-from hil.partition import PartitionReport
 from hil.recipes.cortex_m import channels_last
 from hil.recipes.host_program import load_host_program
 from hil.recipes.lowering import flatten_outputs

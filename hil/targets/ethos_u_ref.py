@@ -2,7 +2,7 @@
 
 The target runs what an Ethos-U system would run, from the artifact's side files (see
 hil.recipes.ethos_u): each NPU delegate as the TOSA graph Vela compiled, in Arm's TOSA reference
-model (hil.tosa_delegate), and the non-delegated rest on this CPU. Every run executes both
+model (hil.ethos_u.tosa_delegate), and the non-delegated rest on this CPU. Every run executes both
 afresh; a warm run only skips the export.
 
 What it does not model: the CPU part runs on PyTorch's kernels, not on ExecuTorch's portable
@@ -30,17 +30,17 @@ from typing import Any, ClassVar
 import torch
 
 from hil.arrays import to_array
-from hil.cache import Artifact
+from hil.artifacts.partition import PartitionReport
+from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, HilError, TargetUnavailable
-from hil.partition import PartitionReport
+from hil.ethos_u.tosa_delegate import TosaRunner
+from hil.ethos_u.vela import VelaSummary, combine, read_summary, utilization
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import load_host_program
 from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Deployment, RunResult, Target
-from hil.tosa_delegate import TosaRunner
-from hil.vela import VelaSummary, combine, read_summary, utilization
 
 RECIPE = "ethos-u"
 

@@ -28,21 +28,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hil import firmware
 from hil.arrays import to_array
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import CaseError, InfrastructureError, TargetCrash, TargetUnavailable
-from hil.firmware_pools import pool_counters
 from hil.fvp import locate, output, pmu
 from hil.fvp.command import build_command
 from hil.fvp.config import FvpConfig, fvp_config, runner_firmware
 from hil.fvp.errors import FvpExited, FvpLicenceError, FvpTimeLimit
 from hil.fvp.process import FvpProcess
-from hil.protocol import messages as m
-from hil.protocol.client import RunnerClient
-from hil.protocol.file_load import load_file
+from hil.runner import firmware
+from hil.runner import messages as m
+from hil.runner.client import RunnerClient
+from hil.runner.file_load import load_file
+from hil.runner.pools import pool_counters
 from hil.targets.base import Deployment, RunResult, Target
 from hil.targets.board import board_log_dir
 from hil.targets.serial import open_client

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hil.arrays import to_array
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import (

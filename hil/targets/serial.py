@@ -36,9 +36,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hil import firmware
 from hil.arrays import to_array
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import DeviceSpec, TimingPolicy
 from hil.errors import (
@@ -49,10 +48,11 @@ from hil.errors import (
     TargetCrash,
     TargetUnavailable,
 )
-from hil.firmware_pools import check_fits, pool_counters
-from hil.protocol import messages as m
-from hil.protocol.client import LinkPolicy, LoadOutcome, RunnerClient
-from hil.protocol.file_load import load_file
+from hil.runner import firmware
+from hil.runner import messages as m
+from hil.runner.client import LinkPolicy, LoadOutcome, RunnerClient
+from hil.runner.file_load import load_file
+from hil.runner.pools import check_fits, pool_counters
 from hil.targets.base import Deployment, RunResult, Target
 from hil.targets.board import Board, PortBoard, make_board, string_list
 from hil.targets.flashing import make_flasher

@@ -27,10 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TypeVar
 
-from hil import firmware
-from hil.aarch64_sdk import RunnerBundle, runner_bundle
 from hil.arrays import to_array
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import (
@@ -40,10 +38,12 @@ from hil.errors import (
     TargetCrash,
     TargetUnavailable,
 )
-from hil.firmware_pools import pool_counters
-from hil.protocol import messages as m
-from hil.protocol.client import RunnerClient
-from hil.protocol.file_load import StaleModelFile, load_file
+from hil.runner import firmware
+from hil.runner import messages as m
+from hil.runner.aarch64_sdk import RunnerBundle, runner_bundle
+from hil.runner.client import RunnerClient
+from hil.runner.file_load import StaleModelFile, load_file
+from hil.runner.pools import pool_counters
 from hil.targets.base import Deployment, RunResult, Target
 from hil.targets.board import board_log_dir, tail
 from hil.targets.emulated_pi import EmulatedPi

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from hil.aarch64_sdk import RunnerBundle
 from hil.errors import DeployError
+from hil.runner.aarch64_sdk import RunnerBundle
 from hil.transports.ssh import SshConnection, quote, sftp_quote
 
 KEEP_MODEL_BYTES = 4 << 30  # the newest model files kept on the device, pruned at provisioning

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hil.devices import DeviceSpec
 from hil.errors import DeviceSpecError, TargetUnavailable
-from hil.protocol.channel import LinkPolicy
+from hil.runner.channel import LinkPolicy
 from hil.targets.board import string_list
 from hil.targets.serial import link_policy
 from hil.transports.ssh import SshEndpoint

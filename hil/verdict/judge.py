@@ -14,10 +14,10 @@ from types import MappingProxyType
 import numpy as np
 
 from hil.arrays import Array
-from hil.cache import Artifact
+from hil.artifacts.partition import PartitionReport, judge_partition, short_name
+from hil.artifacts.store import Artifact
 from hil.case import BuiltCase
 from hil.devices import DeviceSpec
-from hil.partition import PartitionReport, judge_partition, short_name
 from hil.recipes import Recipe
 from hil.verdict import budgets, outputs
 from hil.verdict.budgets import LatencyStats
@@ -78,7 +78,7 @@ def judge(
     case = built.case
     facts = program_facts(recipe, artifact)
     rules = outputs.CaseRules(
-        override=case.tolerance,
+        override=case.tolerance_for(spec.name, recipe.name),
         classifier=case.classifier,
         labels=built.labels.numpy() if built.labels is not None else None,
         max_accuracy_drop=case.max_accuracy_drop,

@@ -119,10 +119,10 @@ def range_step(reference: Array) -> float:
     return float(np.max(finite) - np.min(finite)) / 255.0 if finite.size else 0.0
 
 
-def top1_agreement(reference: Array, output: Array, margin: float) -> float:
+def top1_agreement(reference: Array, output: Array, margin: float | Array) -> float:
     """Share of rows (all leading dims) whose output's arg-max class is one the reference
-    ranks within `margin` of its own top: classes closer than that cannot be told apart at
-    the comparison's resolution, so choosing either agrees."""
+    ranks within `margin` (one for all rows, or one per row) of its own top: classes closer
+    than that cannot be told apart at the comparison's resolution, so choosing either agrees."""
     if reference.ndim == 0 or reference.shape[-1] == 0:
         return 1.0
     ref = reference.reshape(-1, reference.shape[-1]).astype(np.float64)

@@ -196,8 +196,7 @@ def _quantization_check(
     observed = _observed(metrics)
     limits = list(tolerance.limits)
     if rules.classifier and index == 0:
-        step = facts.step(index) or range_step(e)
-        observed["top1_agreement"] = top1_agreement(e, q, step)
+        observed["top1_agreement"] = top1_agreement(e, q, quantization_margin(e, q, facts.step(0)))
         limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
     return judged(
         Question.QUANTIZATION,
@@ -207,6 +206,18 @@ def _quantization_check(
         reference=EAGER,
         basis=tolerance.basis,
     )
+
+
+def quantization_margin(eager: Array, quantized: Array, step: float | None) -> Array:
+    """Per row, how close eager's top classes may be for the quantized model to pick either:
+    one output step, or six times the row's typical quantization error when that is larger
+    (its median |error|, which a few wrong logits do not raise; six medians are about four
+    standard deviations of Gaussian noise). A flip inside that margin is the quantization's
+    ordinary noise deciding a near tie; one outside it is a class the quantization got wrong."""
+    rows = eager.reshape(-1, eager.shape[-1]).astype(np.float64)
+    error = np.abs(quantized.reshape(rows.shape).astype(np.float64) - rows)
+    margin: Array = np.maximum(step or range_step(eager), 6.0 * np.median(error, axis=-1))
+    return margin
 
 
 def _accuracy(

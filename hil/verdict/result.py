@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.errors import (
     BudgetExceeded,
     CheckFailed,

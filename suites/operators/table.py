@@ -71,6 +71,17 @@ CHANNELS_LAST_CAT = (
     "the portable cat kernel gives wrong values on channels-last inputs (max error 6.19, on "
     "qemu-m55 and on ExecuTorch's host runtime alike)"
 )
+# The quantizers give a global average the input's own quantization parameters (a shared-qparams
+# operator): the 8 pooled values, about +-0.1 against an input range of +-4, land on about 3
+# output steps. Measured: the quantized model is 19.9 dB from eager with XNNPACK's, Arm's and
+# Cortex-M's quantizers for adaptive_avg_pool2d, and with Cortex-M's for mean (Arm's gives mean
+# its own observer: 41 dB).
+SHARED_POOL_SCALE = hil.ToleranceOverride(
+    reason="the pooled output shares the input's scale and lands on about 3 output steps: "
+    "the quantized model itself is 19.9 dB from eager (measured)",
+    min_sqnr_db=18.0,
+)
+
 IMG = (1, 8, 16, 16)  # the default activation: batch 1, 8 channels, 16 x 16
 VEC = (4, 64)  # the default matrix: 4 rows of 64 features
 LONGS = ints(2, 64, dtype=torch.int64)
@@ -141,9 +152,10 @@ OPERATORS: tuple[hil.Case, ...] = (
     op("avg_pool2d_padded",         lambda: nn.AvgPool2d(3, 2, 1, count_include_pad=False), IMG, full=True),
     op("max_pool2d",                lambda: nn.MaxPool2d(3, stride=2, padding=1),           IMG, tags=INT8_IS_FP32),
     op("max_pool2d_2x2",            lambda: nn.MaxPool2d(2),                                IMG, full=True),
-    op("adaptive_avg_pool2d",       lambda: nn.AdaptiveAvgPool2d(1),                        IMG),
+    op("adaptive_avg_pool2d",       lambda: nn.AdaptiveAvgPool2d(1),                        IMG, tolerance=SHARED_POOL_SCALE),
     op("adaptive_avg_pool2d_2",     lambda: nn.AdaptiveAvgPool2d(2),                        IMG, full=True),
-    op("mean",                      fn(lambda x: x.mean(dim=(2, 3), keepdim=True)),         IMG, tags=INT8_IS_FP32),
+    op("mean",                      fn(lambda x: x.mean(dim=(2, 3), keepdim=True)),         IMG, tags=INT8_IS_FP32,
+       tolerance={"*/cortex-m": SHARED_POOL_SCALE}),
     op("mean_last",                 fn(lambda x: x.mean(dim=-1)),                           VEC, full=True),
     op("sum",                       fn(lambda x: x.sum(dim=-1)),                            VEC, tags=INT8_IS_FP32),
     op("sum_int32",                 fn(lambda x: x.sum(dim=-1)),                            ints(*VEC), full=True),

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from hil import firmware
 from hil.lab.client import LabClient
 from hil.lab.virtual_rack import VirtualRack, ser2net_path
+from hil.runner import firmware
 
 REPO = Path(__file__).resolve().parents[2]
 FIRMWARE_DIR = REPO / ".hil" / "firmware"

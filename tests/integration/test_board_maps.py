@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from hil import firmware
 from hil.errors import DeployError
+from hil.runner import firmware
 from tests.integration.board_maps import MAPS, BoardMap
 from tests.integration.elf_facts import memory_regions, read_words, sections, symbols
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from hil import firmware
 from hil.devices import DeviceRegistry, DeviceSpec
 from hil.fvp import pmu
+from hil.runner import firmware
 from hil.targets.serial import open_link, prepare_board
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_DRIVER = REPO / "tests" / "fakes" / "ethosu_api"
-SOURCE = firmware.SOURCE_DIR / "src"
+SOURCE = firmware.source_dir() / "src"
 GLUE = SOURCE / "platform" / "cortex_m" / "ethos_u"
 ARM_GCC = shutil.which("arm-none-eabi-gcc")
 ARM_CPU = ["-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"]

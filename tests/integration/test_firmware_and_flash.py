@@ -14,10 +14,11 @@ import pytest
 import torch
 import yaml
 
-from hil import Case, cli, firmware, seeded
+from hil import Case, cli, seeded
 from hil.devices import DeviceRegistry
 from hil.errors import DeployError
-from hil.protocol.client import LinkPolicy, RunnerClient
+from hil.runner import firmware
+from hil.runner.client import LinkPolicy, RunnerClient
 from hil.session import Session
 from hil.targets.virtual_boards import HostRunnerBoard
 from hil.transports.serial_link import SerialLink
@@ -40,7 +41,7 @@ def test_the_build_id_follows_sources_and_options(tmp_path: Path,
     before = firmware.config_hash(ECHO_HOST)
     assert firmware.config_hash(firmware.FirmwareConfig("host")) != before
     copy = tmp_path / "firmware"
-    shutil.copytree(firmware.SOURCE_DIR, copy, ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(firmware.source_dir(), copy, ignore=shutil.ignore_patterns("build"))
     monkeypatch.setattr(firmware, "SOURCE_DIR", copy)
     assert firmware.config_hash(ECHO_HOST) == before
     server = copy / "src" / "protocol" / "server.c"
@@ -177,7 +178,7 @@ def test_the_executorch_engine_compiles_for_cortex_m55(tmp_path: Path) -> None:
     if shutil.which("arm-none-eabi-g++") is None:
         pytest.skip("needs gcc-arm-none-eabi and libstdc++-arm-none-eabi-newlib")
     headers = firmware._executorch_root() / "include"
-    source = firmware.SOURCE_DIR / "src"
+    source = firmware.source_dir() / "src"
     obj = tmp_path / "executorch_engine.o"
     done = subprocess.run(
         ["arm-none-eabi-g++", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-std=c++17",

@@ -23,7 +23,6 @@ import yaml
 from fakes.fvp import ARTIFACTS_ENV, LICENCE_ENV, install
 
 import hil
-from hil import firmware
 from hil.devices import DeviceRegistry
 from hil.errors import (
     DeviceSpecError,
@@ -33,7 +32,8 @@ from hil.errors import (
     TargetUnavailable,
 )
 from hil.fvp.errors import FvpLicenceError, FvpStartError, FvpTimeLimit
-from hil.protocol import messages as m
+from hil.runner import firmware
+from hil.runner import messages as m
 from hil.session import Session
 from hil.targets.fvp import FvpTarget
 from hil.verdict.checks import Question, Status

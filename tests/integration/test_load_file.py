@@ -11,11 +11,12 @@ import pytest
 import torch
 from torch import nn
 
-from hil import Case, firmware, seeded
+from hil import Case, seeded
 from hil.errors import DeployError
-from hil.protocol.client import LinkPolicy, RunnerClient
-from hil.protocol.file_load import StaleModelFile, load_file
 from hil.recipes import make_recipe
+from hil.runner import firmware
+from hil.runner.client import LinkPolicy, RunnerClient
+from hil.runner.file_load import StaleModelFile, load_file
 from hil.session import Session
 from hil.targets.virtual_boards import HostRunnerBoard
 from hil.transports.serial_link import SerialLink

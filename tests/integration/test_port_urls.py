@@ -15,8 +15,9 @@ import pytest
 import torch
 import yaml
 
-from hil import Case, firmware, seeded
+from hil import Case, seeded
 from hil.devices import DeviceRegistry
+from hil.runner import firmware
 from hil.session import Session
 from hil.targets.virtual_boards import HostRunnerBoard
 

@@ -12,11 +12,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from hil import firmware
 from hil.devices import DeviceRegistry
 from hil.errors import TargetCrash, TargetUnavailable
-from hil.protocol import messages as m
-from hil.protocol.selftest import selftest
+from hil.runner import firmware
+from hil.runner import messages as m
+from hil.runner.selftest import selftest
 from hil.session import Session
 from hil.targets.serial import runner_client
 

@@ -21,7 +21,7 @@ from torch import nn
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
 from hil.errors import MissingKernel, PoolsTooSmall, TargetCrash
-from hil.protocol import messages as m
+from hil.runner import messages as m
 from hil.session import Session
 from hil.targets.serial import SerialTarget, open_link, prepare_board
 

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from hil.devices import DeviceRegistry, DeviceSpec
-from hil.protocol import messages as m
-from hil.protocol.client import RunnerClient
-from hil.protocol.file_load import StaleModelFile, load_file
+from hil.runner import messages as m
+from hil.runner.client import RunnerClient
+from hil.runner.file_load import StaleModelFile, load_file
 from hil.targets.serial import open_link, prepare_board
 
 MISSING = [tool for tool in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(tool) is None]

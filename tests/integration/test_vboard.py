@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from hil import Case, firmware, seeded
+from hil import Case, seeded
+from hil.runner import firmware
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.verdict.result import CheckResult

@@ -18,12 +18,13 @@ from board_signals import signal_when_logged
 from pty_relay import CorruptingRelay, Damage
 from torch import nn
 
-from hil import Case, firmware, seeded
+from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
 from hil.errors import DeployError, InfrastructureError, LinkTimeout, ProtocolError, TargetCrash
-from hil.protocol import messages as m
-from hil.protocol.client import LinkPolicy, RunnerClient
 from hil.recipes import make_recipe
+from hil.runner import firmware
+from hil.runner import messages as m
+from hil.runner.client import LinkPolicy, RunnerClient
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.targets.virtual_boards import HostRunnerBoard

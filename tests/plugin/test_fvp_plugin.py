@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 SUITE = """
 import pytest, torch
 import hil
-from hil.protocol import messages as m
+from hil.runner import messages as m
 
 def non_negative():
     return (torch.rand(1, 8, 8, 8, generator=torch.Generator().manual_seed(0)),)

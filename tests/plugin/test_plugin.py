@@ -71,7 +71,7 @@ def test_unknown_target_is_a_usage_error_listing_valid_names(project: pytest.Pyt
     result = project.runpytest("--target=hots")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*unknown target 'hots'; valid targets: flaky, ghost, host, host2*"]
+        ["*unknown target 'hots'; valid targets: *flaky, fvp-u55, fvp-u85, ghost, host, host2, *vboard"]
     )
 
 

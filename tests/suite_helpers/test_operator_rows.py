@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from hil.fingerprint import model_fingerprint
+from hil.artifacts.fingerprint import model_fingerprint
 from suites.factories import ints, mask, seeded_inputs, uniform
 from suites.operators.modules import ChannelLRN
 from suites.operators.rows import by_name, fn, op

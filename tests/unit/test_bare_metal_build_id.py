@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hil import firmware
 from hil.errors import MissingKernel
-from hil.protocol.channel import missing_operator
+from hil.runner import firmware
+from hil.runner.channel import missing_operator
 
 pytestmark = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
                                 reason="needs gcc-arm-none-eabi (its version is hashed)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.cache import ArtifactCache
+from hil.artifacts.store import ArtifactCache
 from hil.errors import ExportError
 from hil.recipes.base import ExportProduct
 
@@ -50,7 +50,7 @@ def test_corrupt_entry_is_detected_rebuilt_and_reported(
         artifact.pte_path.write_bytes(b"program-bytez")
     else:
         (artifact.folder / "artifact.json").unlink()
-    with caplog.at_level(logging.WARNING, logger="hil.cache"):
+    with caplog.at_level(logging.WARNING, logger="hil.artifacts.store"):
         rebuilt = get(ArtifactCache(tmp_path), build)
     assert build.calls == 2
     assert rebuilt.rebuilt_because and rebuilt.exported_now

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.cache import ArtifactCache
+from hil.artifacts.store import ArtifactCache
 from hil.errors import ExportError
 from hil.recipes.base import ExportProduct
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch._export import utils
 
-from hil import export_speedup
+from hil.recipes import export_speedup
 
 
 @pytest.fixture(scope="module")

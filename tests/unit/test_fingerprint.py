@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hil.fingerprint import digest_of, model_fingerprint, tool_versions
+from hil.artifacts.fingerprint import digest_of, model_fingerprint, tool_versions
 
 
 def conv(stride: int = 1, seed: int = 0) -> nn.Module:
@@ -174,7 +174,7 @@ def test_forward_hooks_are_part_of_the_model() -> None:
 
 
 def test_library_code_counts_by_version_and_project_code_by_content() -> None:
-    from hil.fingerprint import library_of
+    from hil.artifacts.fingerprint import library_of
 
     assert library_of("torch.nn.modules.conv") == f"torch=={torch.__version__}"
     assert library_of("hil.case") is None  # this checkout (an editable install): its content
@@ -182,7 +182,7 @@ def test_library_code_counts_by_version_and_project_code_by_content() -> None:
 
 
 def test_docstrings_comments_and_layout_are_not_code() -> None:
-    from hil.fingerprint import source_digest
+    from hil.artifacts.fingerprint import source_digest
 
     plain = "def f(x):\n    return x + 1\n"
     documented = 'def f(x):\n    """Adds one."""\n    # a comment\n    return (x +\n            1)\n'
@@ -195,7 +195,7 @@ def test_a_recipe_module_docstring_or_comment_edit_keeps_its_key(tmp_path) -> No
     import os
     import sys
 
-    from hil.fingerprint import module_source_digest
+    from hil.artifacts.fingerprint import module_source_digest
 
     path = tmp_path / "hil_probe_recipe.py"
 

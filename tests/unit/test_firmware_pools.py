@@ -1,5 +1,5 @@
-"""hil.pte_plan reads what ExecuTorch's own deserializer and runtime read from a real .pte,
-and hil.firmware_pools turns it into the pool sizes a runner needs (and refuses with them)."""
+"""hil.runner.pte_plan reads what ExecuTorch's own deserializer and runtime read from a real .pte,
+and hil.runner.pools turns it into the pool sizes a runner needs (and refuses with them)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from hil.errors import PoolsTooSmall
-from hil.firmware_pools import (
+from hil.runner.pools import (
     PoolNeeds,
     carve,
     check_fits,
@@ -18,7 +18,7 @@ from hil.firmware_pools import (
     needs_of,
     render,
 )
-from hil.pte_plan import NotAProgram, method_plan
+from hil.runner.pte_plan import NotAProgram, method_plan
 
 
 class Small(nn.Module):

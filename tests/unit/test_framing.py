@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import zlib
 
-from hil.protocol.framing import HEADER_SIZE, OVERHEAD, Corrupt, Frame, FrameDecoder, encode
+from hil.runner.framing import HEADER_SIZE, OVERHEAD, Corrupt, Frame, FrameDecoder, encode
 
 
 def frames_of(decoder: FrameDecoder) -> list[Frame | Corrupt]:

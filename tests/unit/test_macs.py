@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hil.macs import graph_macs, op_name
+from hil.ethos_u.macs import graph_macs, op_name
 
 
 def macs_of(module: nn.Module, *inputs: torch.Tensor) -> int:

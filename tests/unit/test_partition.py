@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import hil
-from hil.partition import Fallback, PartitionReport, judge_partition, short_name
+from hil.artifacts.partition import Fallback, PartitionReport, judge_partition, short_name
 
 
 def report(*fallbacks: Fallback, accelerated: int = 9, delegates: int = 2) -> PartitionReport:

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from hil.errors import DeployError, LinkTimeout, ProtocolError, TargetCrash
-from hil.protocol import messages as m
-from hil.protocol.client import LinkPolicy, RunnerClient
-from hil.protocol.framing import HEADER_SIZE, Frame, FrameDecoder, encode
+from hil.runner import messages as m
+from hil.runner.client import LinkPolicy, RunnerClient
+from hil.runner.framing import HEADER_SIZE, Frame, FrameDecoder, encode
 from hil.transports.serial_link import SerialLink
 
 Handler = Callable[[Frame], bytes]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hil.errors import ProtocolError
-from hil.protocol import messages as m
+from hil.runner import messages as m
 
 
 def test_tensor_spec_round_trip() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hil.errors import UsageError
-from hil.quarantine import load
+from hil.lab.quarantine import load
 
 TODAY = datetime.date(2026, 11, 30)
 

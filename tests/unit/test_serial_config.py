@@ -10,7 +10,7 @@ import pytest
 
 from hil.devices import DeviceSpec, parse_device
 from hil.errors import DeviceSpecError, TargetUnavailable
-from hil.firmware import FirmwareConfig, firmware_config
+from hil.runner.firmware import FirmwareConfig, firmware_config
 from hil.targets.board import PortBoard, make_board
 from hil.targets.flashing import CommandFlasher, LabgridFlasher, make_flasher
 from hil.targets.serial import link_policy

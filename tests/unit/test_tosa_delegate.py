@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hil.errors import TargetCrash, TargetStateError
-from hil.tosa_delegate import (
+from hil.ethos_u.tosa_delegate import (
     OP,
     TensorSpec,
     TosaRunner,

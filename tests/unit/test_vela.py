@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hil import vela
 from hil.errors import ExportError, UsageError
+from hil.ethos_u import vela
 
 # The header and row Vela 5.1 wrote for a small CNN on Ethos-U85-256 (Sram_Only).
 HEADER = (

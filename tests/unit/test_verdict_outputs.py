@@ -127,8 +127,9 @@ def test_quantization_is_judged_against_eager_by_sqnr_and_cosine() -> None:
 
 
 def test_classifiers_judge_top1_in_both_questions() -> None:
-    eager = (np.array([[0.0, 1.0, 0.2, 0.1]], np.float32),)
-    wrong_class = (np.array([[0.0, 0.2, 1.0, 0.1]], np.float32),)
+    logits = np.array([[0.0, 1.0, 0.2, 0.1, -0.3, 0.4, -0.1, 0.05, -0.2, 0.3]], np.float32)
+    eager = (logits,)
+    wrong_class = (logits[:, [0, 2, 1, 3, 4, 5, 6, 7, 8, 9]],)  # the top two exchanged
     rules = CaseRules(classifier=True)
     facts = int8(quantized=wrong_class, steps=(0.01,))
     check = only(quantization_checks(eager, facts, rules), Question.QUANTIZATION)
@@ -151,3 +152,14 @@ def test_the_old_int8_steps_override_is_refused_with_the_new_words() -> None:
         ToleranceOverride(reason="old suite", int8_steps=16)
     with pytest.raises(ValueError, match="needs a reason"):
         ToleranceOverride(reason=" ")
+
+
+def test_a_near_tie_decided_by_ordinary_quantization_noise_is_no_top1_failure() -> None:
+    rng = np.random.default_rng(1)
+    eager = rng.normal(size=(450, 10)).astype(np.float32)
+    quantized = (eager + rng.normal(scale=0.02, size=eager.shape)).astype(np.float32)
+    eager[7, :2] = (1.0, 1.001)  # one row's top two differ by far less than the noise
+    quantized[7, :2] = (1.01, 1.0)
+    rules, facts = CaseRules(classifier=True), int8(quantized=(quantized,), steps=(0.01,))
+    check = only(quantization_checks((eager,), facts, rules), Question.QUANTIZATION)
+    assert check.observed["top1_agreement"] == 1.0

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import pytest
 
-from hil.cache import Artifact
+from hil.artifacts.store import Artifact
 from hil.errors import BudgetExceeded, NotJudged, OutputMismatch, QuantizationLoss
 from hil.verdict.checks import Limit, Question, failed, judged, not_judged
 from hil.verdict.result import CheckResult

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from hil.protocol.framing import HEADER, HEADER_SIZE, MAGIC, TRAILER_SIZE, encode
+from hil.runner.framing import HEADER, HEADER_SIZE, MAGIC, TRAILER_SIZE, encode
 
 LOAD_BEGIN = 0x10
 LOAD_FILE = 0x13  # the model read through semihosting: its sha256 leads the request too

@@ -3,7 +3,7 @@
 The runner carves five pools (firmware/src/platform/platform.h): `model` (the .pte bytes),
 `method` (the runtime's method allocator), `planned` (memory-planned activations), `temp`
 (kernel and delegate scratch) and `io` (inputs as sent). Three of them follow from the .pte
-alone (hil.pte_plan): the model's size, its planned buffers and its input tensors, each
+alone (hil.runner.pte_plan): the model's size, its planned buffers and its input tensors, each
 carved at the runner's 64-byte alignment. The method allocator's and the scratch's use are
 known only from a run: the runner reports each pool's high-water mark (MEM_STATS, in a
 RunResult's counters as `<pool>_pool_peak_bytes`).
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from hil.errors import PoolsTooSmall
-from hil.protocol.messages import PoolStat
-from hil.pte_plan import method_plan
+from hil.runner.messages import PoolStat
+from hil.runner.pte_plan import method_plan
 
 ALIGNMENT = 64  # the runner's carving (executorch_engine.cpp: take())
 POOLS = ("model", "method", "planned", "temp", "io")

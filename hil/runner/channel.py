@@ -26,8 +26,8 @@ from hil.errors import (
     RunRefused,
     TargetCrash,
 )
-from hil.protocol import messages as m
-from hil.protocol.framing import Corrupt, Frame, FrameDecoder, encode
+from hil.runner import messages as m
+from hil.runner.framing import Corrupt, Frame, FrameDecoder, encode
 from hil.transports import Link
 
 REFLASH = "rebuild the runner (hil firmware build --target NAME) and flash it"
@@ -78,7 +78,7 @@ class Channel:
         self._fresh_log: list[str] = []
         self.decoder = FrameDecoder()
         self._seq = 0
-        self.log = logging.getLogger(f"hil.protocol.Channel({name})")
+        self.log = logging.getLogger(f"hil.runner.Channel({name})")
 
     def next_seq(self) -> int:
         self._seq = self._seq % 0xFFFF + 1  # 1..65535; 0 belongs to the runner's log frames

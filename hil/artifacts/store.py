@@ -39,7 +39,7 @@ META_NAME = "artifact.json"
 QREF_NAME = "quantized_reference.npz"
 FORMAT = 2
 
-log = logging.getLogger("hil.cache")
+log = logging.getLogger("hil.artifacts.store")
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 
 from hil.errors import DeployError, ProtocolError
-from hil.protocol import messages as m
-from hil.protocol.client import LoadOutcome, RunnerClient
+from hil.runner import messages as m
+from hil.runner.client import LoadOutcome, RunnerClient
 
 
 class StaleModelFile(DeployError):

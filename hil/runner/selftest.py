@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hil.errors import DeployError, HilError
-from hil.protocol import messages as m
-from hil.protocol.client import RunnerClient
+from hil.runner import messages as m
+from hil.runner.client import RunnerClient
 
 
 @dataclass(frozen=True)

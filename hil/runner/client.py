@@ -18,8 +18,8 @@ from typing import Any
 from numpy.typing import NDArray
 
 from hil.errors import ProtocolError
-from hil.protocol import messages as m
-from hil.protocol.channel import (
+from hil.runner import messages as m
+from hil.runner.channel import (
     REFLASH,
     Channel,
     Failed,
@@ -27,7 +27,7 @@ from hil.protocol.channel import (
     LinkStats,
     too_large,
 )
-from hil.protocol.framing import OVERHEAD
+from hil.runner.framing import OVERHEAD
 from hil.transports import Link
 
 __all__ = ["LinkPolicy", "LinkStats", "LoadOutcome", "RunnerClient"]

@@ -4,7 +4,7 @@
 
 Targets are provisioned on first use and reused; a target that failed to provision stays
 broken and every later request gets the first cause again, at once (labgrid's never-retry).
-A check that fails on the infrastructure is retried `retries` times (hil.retries); verdicts
+A check that fails on the infrastructure is retried `retries` times (hil.session.retries); verdicts
 on the model never are.
 """
 
@@ -21,22 +21,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hil import export_speedup
 from hil.arrays import Array, save_check_arrays
-from hil.cache import Artifact, ArtifactCache
-from hil.case import BuiltCase, Case
-from hil.devices import DeviceRegistry, TimingPolicy, default_device_dirs
-from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
-from hil.fingerprint import (
+from hil.artifacts.fingerprint import (
     digest_of,
     input_spec,
     model_fingerprint,
     tensors_fingerprint,
     tool_versions,
 )
-from hil.recipes import Recipe, make_recipe
+from hil.artifacts.store import Artifact, ArtifactCache
+from hil.case import BuiltCase, Case
+from hil.devices import DeviceRegistry, TimingPolicy, default_device_dirs
+from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
+from hil.recipes import Recipe, export_speedup, make_recipe
 from hil.recipes.lowering import run_reference
-from hil.retries import Attempts, check_with_retries
+from hil.session.retries import Attempts, check_with_retries
 from hil.targets import Target, make_target
 from hil.timing import timed_runs
 from hil.verdict.budgets import BudgetKind, LatencyStats, budget_for, latency_stats

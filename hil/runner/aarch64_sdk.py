@@ -28,7 +28,7 @@ from pathlib import Path
 
 from hil.errors import TargetUnavailable
 
-log = logging.getLogger("hil.aarch64_sdk")
+log = logging.getLogger("hil.runner.aarch64_sdk")
 
 PLATFORM = "manylinux_2_28_aarch64"
 WHEEL_PYTHON = "3.11"  # the C++ parts do not depend on it; the tag just has to exist
@@ -56,7 +56,7 @@ class RunnerBundle:
 
 def sdk_dir() -> Path:
     """Where the unpacked aarch64 package lives (beside the firmware builds, shared by all)."""
-    from hil.firmware import default_firmware_dir
+    from hil.runner.firmware import default_firmware_dir
 
     version = importlib.metadata.version("executorch")
     return default_firmware_dir().resolve() / "sdk" / f"executorch-{version}-aarch64"
@@ -65,8 +65,9 @@ def sdk_dir() -> Path:
 def executorch_root(*, fetch: bool = False) -> Path:
     """The unpacked aarch64 package folder (EXECUTORCH_ROOT of the linux-aarch64 preset).
 
-    Only set-up steps fetch (`make setup`, `hil firmware build`, `python -m hil.aarch64_sdk`):
-    a test run never downloads, it reports the target unavailable with that fix instead."""
+    Only set-up steps fetch (`make setup`, `hil firmware build`,
+    `python -m hil.runner.aarch64_sdk`): a test run never downloads, it reports the target
+    unavailable with that fix instead."""
     folder = sdk_dir()
     root = folder / "executorch"
     if (root / "share" / "cmake" / "executorch-config.cmake").exists():
@@ -74,8 +75,9 @@ def executorch_root(*, fetch: bool = False) -> Path:
     if not fetch:
         raise TargetUnavailable(
             f"the aarch64 executorch SDK is not set up ({folder} is missing)",
-            fix="run the set-up once (make setup, or .venv/bin/python -m hil.aarch64_sdk, or "
-            ".venv/bin/hil firmware build --target pi5-emu): it fetches the aarch64 executorch "
+            fix="run the set-up once (make setup, or .venv/bin/python -m "
+            "hil.runner.aarch64_sdk, or .venv/bin/hil firmware build --target pi5-emu): it "
+            "fetches the aarch64 executorch "
             "wheel from PyPI",
         )
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +185,6 @@ def runner_bundle(binary: Path) -> RunnerBundle:
         return make_bundle(binary, executorch_root(), folder)
 
 
-if __name__ == "__main__":  # the set-up step: `python -m hil.aarch64_sdk` fetches it once
+if __name__ == "__main__":  # the set-up step: `python -m hil.runner.aarch64_sdk` fetches it once
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     print(executorch_root(fetch=True))

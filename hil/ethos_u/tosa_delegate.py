@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
-from hil.capture import captured_output
 from hil.errors import TargetCrash, TargetStateError
+from hil.recipes.capture import captured_output
 
 DTYPES: Mapping[str, torch.dtype] = {
     str(d).removeprefix("torch."): d
@@ -140,7 +140,7 @@ class TosaRunner(TorchFunctionMode):
         self.graphs = graphs
         self.run_graph = run_graph
         self.calls: list[str] = []
-        self.log = logging.getLogger("hil.tosa_delegate")
+        self.log = logging.getLogger("hil.ethos_u.tosa_delegate")
 
     def __torch_function__(
         self,

@@ -33,13 +33,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from hil.bundled import firmware_dir
 from hil.devices import DeviceSpec
 from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
 from hil.locks import file_lock
 
-log = logging.getLogger("hil.firmware")
+log = logging.getLogger("hil.runner.firmware")
 
-SOURCE_DIR = Path(__file__).resolve().parent.parent / "firmware"
+SOURCE_DIR: Path | None = None  # another copy of the sources (tests); None: the bundled one
+
+
+def source_dir() -> Path:
+    """The runner's sources: firmware/ in a checkout, hil/_firmware in an installed wheel."""
+    return SOURCE_DIR if SOURCE_DIR is not None else firmware_dir()
+
+
 # preset -> (compiler that identifies the toolchain, whether it links the executorch wheel)
 PRESETS: Mapping[str, tuple[str, bool]] = MappingProxyType({
     "host": ("c++", True),
@@ -124,8 +132,9 @@ def _executorch_root() -> Path:
 
 def _source_digest() -> str:
     digest = hashlib.sha256()
-    for path in sorted(SOURCE_DIR.rglob("*")):
-        relative = path.relative_to(SOURCE_DIR)
+    sources = source_dir()
+    for path in sorted(sources.rglob("*")):
+        relative = path.relative_to(sources)
         if path.is_file() and relative.parts[0] != "build":
             digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -243,11 +252,12 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
             defines["EXECUTORCH_ROOT"] = str(bare_root) if bare_root else ""
         linked = config.defines.get("HIL_ENGINE_EXECUTORCH") != "OFF"
         if config.preset == "linux-aarch64" and linked:  # the aarch64 wheel of this version
-            from hil.aarch64_sdk import executorch_root
+            from hil.runner.aarch64_sdk import executorch_root
 
             defines.setdefault("EXECUTORCH_ROOT", str(executorch_root()))
         build_dir = folder / "build"
-        command = [_cmake(), "-S", str(SOURCE_DIR), "--preset", config.preset, "-B", str(build_dir)]
+        command = [_cmake(), "-S", str(source_dir()), "--preset", config.preset, "-B",
+                   str(build_dir)]
         if shutil.which("ninja") is None:
             command += ["-G", "Unix Makefiles"]
         command += [f"-D{k}={v}" for k, v in defines.items()]
@@ -273,7 +283,7 @@ def build_firmware(spec: DeviceSpec, force: bool = False) -> Path:
     config = firmware_config(spec, _default_preset(spec))
     if config.preset != "linux-aarch64":
         return build(config, force=force).binary
-    from hil.aarch64_sdk import executorch_root, runner_bundle
+    from hil.runner.aarch64_sdk import executorch_root, runner_bundle
 
     executorch_root(fetch=True)  # a set-up step: the aarch64 wheel is fetched here, once
     return runner_bundle(build(config, force=force).binary).folder

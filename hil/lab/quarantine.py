@@ -64,7 +64,7 @@ class Quarantine:
 def _bad(path: Path, where: str, problem: str) -> UsageError:
     return UsageError(f"quarantine file {path}: {where}: {problem}",
                       fix="each entry needs case, reason, issue and expires (YYYY-MM-DD); "
-                      "see hil/quarantine.py")
+                      "see hil/lab/quarantine.py")
 
 
 def _entry(path: Path, index: int, raw: Any) -> Entry:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from hil.case import Case
     from hil.session import Session
 
-log = logging.getLogger("hil.retries")
+log = logging.getLogger("hil.session.retries")
 MAX_FAILURE = 300
 
 

@@ -293,7 +293,7 @@ def to_numpy(spec: TensorSpec, data: bytes) -> NDArray[Any]:
     if dtype is None:
         raise ProtocolError(
             f"the runner sent a tensor of dtype code {spec.dtype}, which hil cannot convert",
-            fix="add the dtype to hil.protocol.messages.DTYPES",
+            fix="add the dtype to hil.runner.messages.DTYPES",
         )
     order = spec.dim_order or tuple(range(len(spec.dims)))
     stored = np.frombuffer(data, dtype=dtype).reshape([spec.dims[d] for d in order])
@@ -308,7 +308,7 @@ def from_numpy(
     if code is None:
         raise ProtocolError(
             f"hil cannot send a tensor of numpy dtype {array.dtype}",
-            fix="add the dtype to hil.protocol.messages.DTYPES",
+            fix="add the dtype to hil.runner.messages.DTYPES",
         )
     order = dim_order if dim_order and len(dim_order) == array.ndim else tuple(range(array.ndim))
     data = np.ascontiguousarray(array.transpose(order)).tobytes()
