@@ -27,6 +27,7 @@ from hil.errors import ExploreError, PortInUse, UsageError
 from hil.explore import node_errors, server
 from hil.explore.delegates import ETHOS_U_BACKEND, KeptDelegate, adapter_paths, kept_delegates
 from hil.explore.overlays import (
+    FIRST_DIVERGENT,
     Overlay,
     Shown,
     cycles_overlay,
@@ -68,13 +69,47 @@ class Exploration:
     notes: tuple[str, ...]
 
     def view(self, graph: str = "") -> server.View:
+        """The page on `graph` ("" the first), zoomed to its focus node if it has one."""
         label = self.source.label
         return server.View(
             models=[(self.graphs, label)],
             overlays=[(p, label) for p in self.overlays],
             graph=graph,
             collection=label if graph else "",
+            node=self.focus().get(graph, ""),
         )
+
+    def focus(self) -> dict[str, str]:
+        """Graph id -> the node worth looking at first: the first divergent operator where the
+        error file names one, else each delegate's costliest operator by Vela's estimate."""
+        found = {}
+        for d in self.shown.delegates:
+            if d.estimate is not None and d.estimate.layers:
+                top = max(d.estimate.layers.values(), key=lambda layer: layer.npu_cycles)
+                found[self.shown.delegate_graph(d)] = d.graph.node_id(top.op_index)
+        first = self.first_divergent()
+        if first is not None:
+            found[first[0]] = first[1]
+        return found
+
+    def first_divergent(self) -> tuple[str, str] | None:
+        """(graph id, node id) of the first divergent operator, when the error file names it."""
+        for path in self.overlays:
+            if path.stem == FIRST_DIVERGENT:
+                data = json.loads(path.read_text())
+                own = [g for g in data if g not in self.shown.program.plans] or list(data)
+                return own[0], next(iter(data[own[0]]["results"]))
+        return None
+
+    def start_graph(self, show: str | None) -> str:
+        """`--show DELEGATE`'s graph; else the first divergent operator's; else the .pte's."""
+        if show:
+            return self.delegate_graph(show)
+        first = self.first_divergent()
+        if first is not None:
+            return first[0]
+        plans = self.shown.program.plans
+        return plans[0] if plans else ""
 
     def delegate_graph(self, name: str) -> str:
         """The viewer's graph id of a delegate, by its folder name ("delegate_1")."""
@@ -287,8 +322,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for note in exploration.notes:
         say(note)
-    plans = exploration.shown.program.plans
-    graph = exploration.delegate_graph(args.show) if args.show else plans[0] if plans else ""
+    graph = exploration.start_graph(args.show)
     port = args.port if args.port is not None else server.free_port()
     if port is None:
         raise PortInUse(

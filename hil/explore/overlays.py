@@ -46,6 +46,8 @@ BOUNDARY_OPS = (
     "dequantize_per_channel",
 )
 
+FIRST_DIVERGENT = "hil first divergent operator"
+
 NodeData = dict[str, dict[str, Any]]  # graph id -> {"results": {...}, ...}
 
 
@@ -192,7 +194,7 @@ def error_overlays(shown: Shown, errors: NodeErrors, pte_sha256: str) -> list[Ov
             data[call.plan] = {
                 "results": {call.node_id: {"value": "first divergent inside", "bgColor": BAD}}
             }
-        overlays.append(Overlay("hil first divergent operator", data))
+        overlays.append(Overlay(FIRST_DIVERGENT, data))
     return overlays
 
 

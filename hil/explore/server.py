@@ -74,6 +74,7 @@ class View:
     models: Sequence[tuple[Path, str]]  # (graph JSON, its collection label)
     overlays: Sequence[tuple[Path, str]] = ()  # (node data file, label of the model it is for)
     graph: str = ""  # graph id to open ("" = the first)
+    node: str = ""  # node to select there: the viewer zooms to it
     collection: str = ""
 
     def query(self) -> str:
@@ -83,7 +84,7 @@ class View:
                 "paneStates": [
                     {
                         "deepestExpandedGroupNodeIds": ["___all___"],
-                        "selectedNodeId": "",
+                        "selectedNodeId": self.node,
                         "selectedGraphId": self.graph,
                         "selectedCollectionLabel": self.collection,
                         "widthFraction": 1,

@@ -112,3 +112,16 @@ def test_without_matching_command_streams_the_graphs_pair_by_shape(explored: Exp
     no_flags = [(d.name, d.graph, None) for d in (d0, d1)]
     assert [p.name for p in _pair(explored.shown.program, [d0.call, d1.call], no_flags)] == [
         "delegate_0", "delegate_1"]  # fmt: skip
+
+
+def test_the_page_opens_on_the_pte_graph_and_zooms_to_each_delegates_costliest_operator(
+    explored: Exploration,
+) -> None:
+    assert explored.start_graph(None) == "forward"
+    focus = explored.focus()
+    for d in explored.shown.delegates:
+        assert d.estimate is not None
+        costliest = max(d.estimate.layers.values(), key=lambda layer: layer.npu_cycles)
+        assert focus[explored.shown.delegate_graph(d)] == d.graph.node_id(costliest.op_index)
+    graph = explored.start_graph("delegate_0")
+    assert explored.view(graph).node == focus[graph]

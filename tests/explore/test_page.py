@@ -99,6 +99,7 @@ def with_graph(url: str, graph: str, collection: str) -> str:
     state = json.loads(unquote(data))
     pane = state["uiState"]["paneStates"][0]
     pane["selectedGraphId"], pane["selectedCollectionLabel"] = graph, collection
+    pane["selectedNodeId"] = ""
     return f"{base}?data={quote(json.dumps(state))}"
 
 
@@ -117,7 +118,7 @@ def shot(page: Page, name: str) -> Path:
 def test_the_page_shows_the_pte_graph_with_the_partition_overlay(
     served: Served, browser: ExplorerBrowser
 ) -> None:
-    page = browser.page(served.url)
+    page = browser.page(with_graph(served.url, "forward", served.label))
     text = page.wait_for_text("hil partition", "EthosUBackend", "aten::avg_pool3d",
                               "CPU fallback, no CPU kernel", "NPU (delegate_1)")  # fmt: skip
     assert served.label in text
@@ -130,9 +131,11 @@ def test_the_page_shows_the_pte_graph_with_the_partition_overlay(
 def test_the_page_shows_a_delegates_tosa_graph_with_hils_overlays(
     served: Served, browser: ExplorerBrowser
 ) -> None:
+    """The URL hil prints opens where the error file's first divergent operator is."""
     graph = f"{served.label}.pte::forward_0_5"
-    page = browser.page(with_graph(served.url, graph, served.label))
-    text = page.wait_for_text(graph, "CONV2D", "RESCALE", "first divergent")
+    page = browser.page(served.url)
+    text = page.wait_for_text(graph, "CONV2D", "RESCALE", "first divergent", "NODE INFO")
+    assert "op name\nCONV2D" in text.replace("\t", "").replace("\n\n", "\n")
     assert "aten::avg_pool3d" not in text  # the TOSA graph, not the .pte's
     shot(page, "explore-delegate-first-divergent.png")
     # switch the colouring to Vela's cycles: click that overlay's row
