@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# `hil explore`'s viewer: Model Explorer with Arm's PTE and TOSA adapters, in a venv of its own
+# (its adapter wants a flatbuffers that tosa-tools in .venv forbids). About 20 s and 690 MB.
+EXPLORER_VENV  := .venv-explorer
+EXPLORER_STAMP := $(EXPLORER_VENV)/.hil-viewer.json
 
 # Targets that need no hardware run on any machine once `make suites` has set it up (u55-ref and
 # u85-ref: Ethos-U numerics from the TOSA reference model, cycles and memory estimated by Vela);
@@ -42,7 +46,7 @@ suites: setup
 test: setup
 	$(BIN)/pytest tests $(TEST_ARGS)
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) $(EXPLORER_STAMP)
 	@$(BIN)/python -m hil.runner.aarch64_sdk >/dev/null  # the Pi's aarch64 executorch SDK, fetched once
 
 # torch is installed first and pinned: this machine serves torch 2.13.0 (CPU) from local disk,
@@ -53,6 +57,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# Installed by hil's own installer (what `hil explore` runs on first use); redone when the pinned
+# versions in hil/explore/viewer.py change.
+$(EXPLORER_STAMP): hil/explore/viewer.py $(STAMP)
+	$(BIN)/python -m hil.explore install-viewer --venv $(EXPLORER_VENV) >/dev/null
+	@touch $(EXPLORER_STAMP)
 
 # Installs the Debian packages when one is missing and we may (root); otherwise says what to do.
 system-deps:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
+from hil.explore import command as explore_command
 from hil.report import command as report_command
 
 Command = Callable[[argparse.Namespace], int]
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(run=cmd_doctor)
 
     report_command.add_parser(commands)
+    explore_command.add_parser(commands)
     return parser
 
 

@@ -12,6 +12,11 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     │                         model's failure; the lab's problem, like infrastructure)
     ├── CacheError            the artifact store could not be read or written
     ├── ReportError           a results folder or report is unreadable or fails its schema
+    ├── ExploreError          `hil explore` cannot show a model (hil.explore)
+    │   ├── ArtifactMissing   the case was never exported (and --no-export refuses to)
+    │   ├── PortInUse         the viewer's port on 127.0.0.1 is taken
+    │   ├── ViewerMissing     Model Explorer is not installed and could not be installed
+    │   └── ViewerFailed      Model Explorer is installed but did not start or convert
     ├── TargetError
     │   ├── TargetUnavailable  the target cannot exist here (missing tool): skip, with the fix
     │   ├── InfrastructureError  lost link, hung emulator, dead board: not the model's fault
@@ -193,6 +198,39 @@ class BudgetExceeded(CheckFailed):
 
 class ReportError(HilError):
     """A results folder or report file cannot be read, is malformed, or fails its schema."""
+
+
+class ExploreError(HilError):
+    """`hil explore` cannot show a model: a bad .pte, an overlay file that does not fit it."""
+
+
+class ArtifactMissing(ExploreError):
+    """The case has no exported artifact for that target and recipe, and exporting was refused."""
+
+
+class PortInUse(ExploreError):
+    """The port the viewer should listen on (on 127.0.0.1) is taken by another process."""
+
+
+class ViewerMissing(ExploreError):
+    """Model Explorer is not installed in its tool venv, and installing it failed or was refused."""
+
+
+class ViewerFailed(ExploreError):
+    """Model Explorer is installed but failed: it did not start, or a conversion failed.
+    `log_tail` holds its last output lines."""
+
+    def __init__(self, message: str, *, fix: str | None = None, log_tail: str = "") -> None:
+        super().__init__(message, fix=fix)
+        self.log_tail = log_tail
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.log_tail:
+            text += "\n  last lines it printed:\n" + "\n".join(
+                "    " + line for line in self.log_tail.splitlines()
+            )
+        return text
 
 
 _OUT_OF_MEMORY = ("out of memory", "can't allocate memory", "cannot allocate memory",

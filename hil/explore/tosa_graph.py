@@ -1,0 +1,102 @@
+"""A delegate's TOSA graph as the viewer draws it: operators by index, tensors by name.
+
+Read with the TOSA flatbuffer bindings of tosa-tools (in hil's venv). The TOSA adapter of Model
+Explorer names the node of operator N of a region's block `<region>/opN` (`main/op5`), counting
+every operator, constants included; Vela's debug database numbers the operators it read the
+same way (its `ext_key`), which is how per-layer estimates find their node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hil.errors import ExploreError
+
+
+@dataclass(frozen=True)
+class TosaOp:
+    index: int
+    op: str  # "CONV2D", "RESCALE", ...
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TosaGraph:
+    path: Path
+    region: str
+    ops: tuple[TosaOp, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    shapes: dict[str, tuple[int, ...]]
+
+    def node_id(self, index: int) -> str:
+        """The operator's node id in the viewer's TOSA graph."""
+        return f"{self.region}/op{index}"
+
+    def producer(self, tensor: str) -> TosaOp | None:
+        for op in self.ops:
+            if tensor in op.outputs:
+                return op
+        return None
+
+    def io_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Shapes of the graph's inputs, then its outputs (a delegate call's argument order)."""
+        return tuple(self.shapes.get(name, ()) for name in (*self.inputs, *self.outputs))
+
+
+def read_tosa(path: Path) -> TosaGraph:
+    """The first block of the first region (what ExecuTorch's Arm backend writes)."""
+    try:
+        from tosa.Op import Op  # type: ignore[import-untyped]
+        from tosa.TosaGraph import TosaGraph as Flat  # type: ignore[import-untyped]
+    except ImportError as e:
+        raise ExploreError(
+            "the TOSA bindings (tosa-tools) are not installed",
+            fix="install executorch[ethos-u]==1.5.1 into hil's venv (make setup)",
+        ) from e
+    try:
+        graph = Flat.GetRootAsTosaGraph(path.read_bytes(), 0)
+        region = graph.Regions(0)
+        block = region.Blocks(0)
+        names = {value: name for name, value in vars(Op).items() if not name.startswith("_")}
+        ops = tuple(
+            TosaOp(
+                index=i,
+                op=names.get(block.Operators(i).Op(), f"UNKNOWN({block.Operators(i).Op()})"),
+                inputs=_strings(block.Operators(i), "Inputs"),
+                outputs=_strings(block.Operators(i), "Outputs"),
+            )
+            for i in range(block.OperatorsLength())
+        )
+        shapes = {}
+        for i in range(block.TensorsLength()):
+            tensor = block.Tensors(i)
+            shapes[_text(tensor.Name())] = tuple(
+                int(tensor.Shape(j)) for j in range(tensor.ShapeLength())
+            )
+        return TosaGraph(
+            path=path,
+            region=_text(region.Name()) or "region0",
+            ops=ops,
+            inputs=_strings(block, "Inputs"),
+            outputs=_strings(block, "Outputs"),
+            shapes=shapes,
+        )
+    except (OSError, AttributeError, IndexError, TypeError, ValueError) as e:
+        raise ExploreError(
+            f"cannot read the TOSA graph {path}: {type(e).__name__}: {e}",
+            fix="the artifact is damaged: delete its cache folder and run again to re-export",
+        ) from e
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value or "")
+
+
+def _strings(table: Any, field: str) -> tuple[str, ...]:
+    count = getattr(table, f"{field}Length")()
+    read = getattr(table, field)
+    return tuple(_text(read(i)) for i in range(count))
