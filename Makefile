@@ -55,7 +55,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,lab,suites]'
 	touch $(STAMP)
 
 # Installed by hil's own installer (what `hil explore` runs on first use); redone when the pinned

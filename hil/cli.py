@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from hil import check_command
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
 from hil.explore import command as explore_command
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(run=cmd_doctor)
 
     report_command.add_parser(commands)
+    check_command.add_parser(commands)
     explore_command.add_parser(commands)
     return parser
 

@@ -13,6 +13,7 @@ from hil.devices import DeviceSpec
 from hil.doctor import MISSING, NOTE, OK, Finding, finding_from
 from hil.errors import TargetUnavailable
 from hil.runner import firmware
+from hil.runner.folders import default_firmware_dir
 from hil.settings.serial import SerialSettings, VirtualBoard
 
 
@@ -45,7 +46,7 @@ def runner_build(config: firmware.FirmwareConfig, target: str) -> Finding:
         digest = firmware.config_hash(config)
     except TargetUnavailable as e:
         return Finding(what, NOTE, f"cannot tell without the toolchain: {e.message}")
-    record = firmware.default_firmware_dir().resolve() / digest / "runner.json"
+    record = default_firmware_dir().resolve() / digest / "runner.json"
     build_id = f"{config.preset}-{digest[:16]}"
     if record.exists():
         return Finding(what, OK, f"{build_id} built in {record.parent}")

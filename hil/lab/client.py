@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib.util
 import logging
 import threading
 from collections.abc import Callable, Coroutine, Mapping
@@ -80,6 +81,11 @@ class LabClient:
     # -- lifecycle -----------------------------------------------------------------------
 
     def connect(self) -> LabClient:
+        if importlib.util.find_spec("labgrid") is None:
+            raise TargetUnavailable(
+                f"this device is a labgrid place ({self.address}), but labgrid is not installed",
+                fix="pip install 'hil[lab]' (make setup does)",
+            )
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="hil-labgrid", daemon=True)
         thread.start()

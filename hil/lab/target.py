@@ -47,7 +47,6 @@ from hil.lab.power import LabgridPower, place_power
 from hil.lab.resources import inner_spec
 from hil.lab.stale import LeaseBook
 from hil.settings import LabSettings, lab_settings
-from hil.targets import make_target
 from hil.targets.base import Deployment, RunResult, Target
 
 R = TypeVar("R")
@@ -58,6 +57,11 @@ class LabTarget(Target):
     _client: LabClient
     _leaser: LabLeases
     _inner: Target
+
+    def __init__(self, spec: DeviceSpec, make_inner: Callable[[DeviceSpec], Target]) -> None:
+        """`make_inner` builds the target of a leased board (hil.targets.make_target)."""
+        super().__init__(spec)
+        self._make_inner = make_inner
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -84,7 +88,7 @@ class LabTarget(Target):
 
     def _start_inner(self, lease: Lease, *, power_cycle_on_failure: bool) -> Target:
         lease = self._leaser.ready(lease)
-        inner = _provisioned(inner_spec(self.spec, lease))
+        inner = _provisioned(self._make_inner(inner_spec(self.spec, lease)))
         if isinstance(inner, InfrastructureError) and power_cycle_on_failure:
             power = self._power()
             if power is None:
@@ -92,7 +96,7 @@ class LabTarget(Target):
             self.log.warning("%s does not answer (%s); power-cycling it", lease.place,
                              inner.message)
             power.cycle()
-            inner = _provisioned(inner_spec(self.spec, lease))
+            inner = _provisioned(self._make_inner(inner_spec(self.spec, lease)))
         if isinstance(inner, InfrastructureError):
             raise inner
         self.log.info("on %s", lease.place)
@@ -215,17 +219,13 @@ class LabTarget(Target):
         return self._guarded("running the model", lambda t: t.run(deployment, inputs, policy))
 
 
-def _provisioned(spec: DeviceSpec) -> Target | InfrastructureError:
-    """The inner target, provisioned; or the infrastructure error that stopped it."""
-    target = make_target(spec)
+def _provisioned(target: Target) -> Target | InfrastructureError:
+    """The inner target, provisioned; or the infrastructure error that stopped it (a failed
+    provision releases what it started: Target.provision)."""
     try:
         target.provision()
     except InfrastructureError as e:
-        target.teardown()
         return e
-    except BaseException:
-        target.teardown()
-        raise
     return target
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from hil.errors import HilError, TargetUnavailable
-from hil.plugin.state import RECORD_KEY, Variant
+from hil.plugin.state import RECORD_KEY, Variant, state_in
 
 if TYPE_CHECKING:  # imported when a fixture runs: the plugin's entry stays light
     from hil.artifacts.store import Artifact
@@ -20,9 +20,7 @@ if TYPE_CHECKING:  # imported when a fixture runs: the plugin's entry stays ligh
 @pytest.fixture(scope="session")
 def hil_session(pytestconfig: pytest.Config) -> Session:
     """The run's hil Session: one provisioned instance per target, one artifact cache."""
-    from hil.plugin import state_of
-
-    return state_of(pytestconfig).session
+    return state_in(pytestconfig).session
 
 
 @pytest.fixture
@@ -52,9 +50,7 @@ def hil_target(
     try:
         return hil_session.target(name)
     except TargetUnavailable as e:
-        from hil.plugin import state_of
-
-        if state_of(request.config).options.require:
+        if state_in(request.config).options.require:
             pytest.fail(f"target {name} is required but unavailable: {e}", pytrace=False)
         pytest.skip(f"target {name} unavailable: {e}")
     except HilError as e:

@@ -41,3 +41,15 @@ class HilState:
 STATE = pytest.StashKey[HilState]()  # set once hil is active in the run
 SESSION_KEY = pytest.StashKey[pytest.Session]()  # the pytest session, once it has started
 RECORD_KEY = "hil"  # name of the user_properties entry carrying a result record
+
+
+def state_in(config: pytest.Config) -> HilState:
+    """hil's state in an active run. A test that asks for a hil fixture activated hil when it
+    was collected (hil.plugin), so a fixture always finds it."""
+    state = config.stash.get(STATE, None)
+    if state is None:
+        raise pytest.UsageError(
+            "hil is not active in this run: a hil fixture was requested outside a collected "
+            "test's fixtures (request.getfixturevalue?); give --target to activate hil at start"
+        )
+    return state

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hil.report.summary import fmt_number, fmt_us, table
+from hil.report.text_table import fmt_number, fmt_us, table
 
 Record = Mapping[str, Any]
 

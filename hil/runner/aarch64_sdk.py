@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hil.errors import TargetUnavailable
+from hil.runner.folders import default_firmware_dir
 
 log = logging.getLogger("hil.runner.aarch64_sdk")
 
@@ -56,7 +57,6 @@ class RunnerBundle:
 
 def sdk_dir() -> Path:
     """Where the unpacked aarch64 package lives (beside the firmware builds, shared by all)."""
-    from hil.runner.firmware import default_firmware_dir
 
     version = importlib.metadata.version("executorch")
     return default_firmware_dir().resolve() / "sdk" / f"executorch-{version}-aarch64"

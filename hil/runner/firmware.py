@@ -37,6 +37,8 @@ from hil.bundled import firmware_dir
 from hil.devices import DeviceSpec
 from hil.errors import DeployError, TargetUnavailable
 from hil.locks import file_lock
+from hil.runner.aarch64_sdk import executorch_root, runner_bundle
+from hil.runner.folders import default_firmware_dir
 from hil.settings import FvpSettings, SerialSettings, SshSettings
 from hil.settings.common import FIRMWARE_PRESETS, FirmwareChoice
 
@@ -77,10 +79,6 @@ class BuiltRunner:
     build_id: str
     binary: Path
     built_now: bool
-
-
-def default_firmware_dir() -> Path:
-    return Path(os.environ.get("HIL_FIRMWARE_DIR", ".hil/firmware"))
 
 
 def firmware_config(spec: DeviceSpec, default_preset: str | None = None) -> FirmwareConfig:
@@ -254,8 +252,6 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
             defines["EXECUTORCH_ROOT"] = str(bare_root) if bare_root else ""
         linked = config.defines.get("HIL_ENGINE_EXECUTORCH") != "OFF"
         if config.preset == "linux-aarch64" and linked:  # the aarch64 wheel of this version
-            from hil.runner.aarch64_sdk import executorch_root
-
             defines.setdefault("EXECUTORCH_ROOT", str(executorch_root()))
         build_dir = folder / "build"
         command = [_cmake(), "-S", str(source_dir()), "--preset", config.preset, "-B",
@@ -285,7 +281,5 @@ def build_firmware(spec: DeviceSpec, force: bool = False) -> Path:
     config = firmware_config(spec)
     if config.preset != "linux-aarch64":
         return build(config, force=force).binary
-    from hil.runner.aarch64_sdk import executorch_root, runner_bundle
-
     executorch_root(fetch=True)  # a set-up step: the aarch64 wheel is fetched here, once
     return runner_bundle(build(config, force=force).binary).folder

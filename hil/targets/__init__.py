@@ -25,7 +25,7 @@ def make_target(spec: DeviceSpec) -> Target:
     if lab_settings(spec.settings) is not None:  # a serial or ssh board leased from a labgrid lab
         from hil.lab.target import LabTarget
 
-        return LabTarget(spec)
+        return LabTarget(spec, make_target)
     try:
         module_name, class_name = TARGET_CLASSES[spec.kind].split(":")
     except KeyError:

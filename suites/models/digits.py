@@ -51,8 +51,13 @@ class DigitsCNN(nn.Module):
 
 def dataset() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(train images, train labels, held-out images, held-out labels); images scaled to [0, 1]."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
+    try:
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split
+    except ImportError as e:  # an extra of hil's: the digits data ships with scikit-learn
+        raise ImportError(
+            f"the digits case needs scikit-learn ({e}): pip install 'hil[suites]' (make setup does)"
+        ) from e
 
     digits = load_digits()
     images = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0

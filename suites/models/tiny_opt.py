@@ -15,7 +15,13 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers import OPTConfig, OPTForCausalLM
+
+try:
+    from transformers import OPTConfig, OPTForCausalLM
+except ImportError as e:  # an extra of hil's: the OPT suite is the only user
+    raise ImportError(
+        f"the OPT suite needs transformers ({e}): pip install 'hil[suites]' (make setup does)"
+    ) from e
 
 import hil
 from hil.devices import TimingPolicy

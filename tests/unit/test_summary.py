@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hil.report.summary import backend_latency_table, fmt_us, render
+from hil.report.summary import backend_latency_table, render
+from hil.report.text_table import fmt_us
 
 
 def record(case: str, recipe: str, median: float, verdict: str = "PASS", timing: str = "measured") -> dict:  # type: ignore[type-arg]
