@@ -13,11 +13,12 @@ from typing import Any, TypeVar
 
 import torch
 
+from hil.call import Inputs as Inputs  # re-exported: the targets take Inputs from here
+from hil.call import bind, flatten_call
 from hil.devices import TimingPolicy
 from hil.errors import CaseError
 from hil.verdict.tolerances import ToleranceOverride
 
-Inputs = tuple[torch.Tensor, ...]
 V = TypeVar("V")
 
 
@@ -56,6 +57,8 @@ class Case:
     `counter_budgets` maps a target counter ("npu_cycles", "sram_bytes", "flash_bytes") to
     limits keyed like `budget_ms` (taken as they are, never scaled); on a target that does not
     report the counter the budget is NOT JUDGED.
+    `inputs` returns the model's arguments: a tensor, or a tuple of them; an argument may be a
+    tuple, list or dict of tensors, or a constant int, float or bool (hil.call binds those).
     `missing_kernels` maps an operator ("avg_pool3d") to the reason the case accepts that the
     device's runtime has no CPU kernel for it; any other missing kernel fails the case on
     targets that stand in for a device.
@@ -63,8 +66,8 @@ class Case:
 
     name: str
     model: Callable[[], torch.nn.Module]
-    inputs: Callable[[], Inputs]
-    calibration: Callable[[], Sequence[Inputs]] | None = None
+    inputs: Callable[[], Any]  # the model's arguments: a tensor, or a tuple (hil.call)
+    calibration: Callable[[], Sequence[Any]] | None = None  # samples shaped like the inputs
     labels: Callable[[], torch.Tensor] | None = None
     classifier: bool = False
     max_accuracy_drop: float | None = None
@@ -122,9 +125,10 @@ class Case:
     def build(self) -> BuiltCase:
         """Instantiate the model and inputs; any failure is a CaseError naming the case."""
         try:
-            module = self.model().eval()
-            inputs = _as_inputs(self.inputs())
-            calibration = [_as_inputs(c) for c in self.calibration()] if self.calibration else []
+            module, inputs, calibration = bind(
+                self.model().eval(), self.inputs(),
+                list(self.calibration()) if self.calibration else [],
+            )  # fmt: skip
             labels = self.labels() if self.labels else None
         except CaseError:
             raise
@@ -169,19 +173,6 @@ def _like(tensor: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return torch.randint(low, high, tensor.shape, generator=generator, dtype=tensor.dtype)
 
 
-def _as_inputs(value: Any) -> Inputs:
-    if isinstance(value, torch.Tensor):
-        value = (value,)
-    if not isinstance(value, (tuple, list)) or not value:
-        raise CaseError(
-            f"inputs must be a tensor or a non-empty tuple of tensors, got {type(value).__name__}"
-        )
-    for i, item in enumerate(value):
-        if not isinstance(item, torch.Tensor):
-            raise CaseError(f"input {i} must be a torch.Tensor, got {type(item).__name__}")
-    return tuple(value)
-
-
 def seeded(
     *shapes: tuple[int, ...], seed: int = 0, dtype: torch.dtype = torch.float32
 ) -> Callable[[], Inputs]:
@@ -197,9 +188,11 @@ def seeded(
 def case_from_module(
     name: str,
     module: torch.nn.Module,
-    inputs: Sequence[torch.Tensor] | torch.Tensor,
+    inputs: Sequence[Any] | torch.Tensor,
     **options: Any,
 ) -> Case:
-    """A Case around an already-built module and inputs (the library API's entry)."""
-    frozen = _as_inputs(inputs if isinstance(inputs, torch.Tensor) else tuple(inputs))
-    return Case(name=name, model=lambda: module, inputs=lambda: frozen, **options)
+    """A Case around an already-built module and its call: a tensor, or a sequence of the
+    model's arguments (tensors, tuples and lists of them, constant ints and floats)."""
+    call = inputs if isinstance(inputs, torch.Tensor) else tuple(inputs)
+    flatten_call(call)  # bad input is refused here, where the caller passed it
+    return Case(name=name, model=lambda: module, inputs=lambda: call, **options)

@@ -1,0 +1,103 @@
+"""A model's call as torch.export takes it: tensors, tuples, lists and dicts of them, and
+constant ints, floats and bools.
+
+Every runtime hil drives takes the program's inputs as a flat list, and the runner protocol
+carries tensors only (ExecuTorch would take a scalar as an input value too, but a board's runner
+is fed tensors). So a call that is not a flat row of tensors is bound: the case's module is
+wrapped in `BoundCall`, whose forward takes the tensor leaves, rebuilds the call with the
+constants in place and calls the model. torch.export then traces the constants as constants,
+and every target receives tensors only. The constants are part of the model's fingerprint (a
+new `dim` is a new export).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from hil.errors import CaseError
+
+Inputs = tuple[torch.Tensor, ...]
+CONSTANT_TYPES = (bool, int, float, type(None))
+
+
+class BoundCall(torch.nn.Module):
+    """`model(*call)` as a module of the call's tensors: the structure and constants held."""
+
+    def __init__(self, model: torch.nn.Module, structure: str, constants: tuple[Any, ...]) -> None:
+        super().__init__()
+        self.model = model
+        self.structure = structure  # the call's tree (torch's pytree spec, serialized)
+        self.constants = constants  # per leaf: the constant, or None where a tensor goes
+        self._spec = pytree.treespec_loads(structure)
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        given = iter(tensors)
+        leaves = [next(given) if c is None else c for c in self.constants]
+        args = pytree.tree_unflatten(leaves, self._spec)
+        return self.model(*args)
+
+
+@dataclass(frozen=True)
+class FlatCall:
+    tensors: Inputs
+    structure: str
+    constants: tuple[Any, ...]  # None where a tensor goes
+
+
+def flatten_call(call: Any, what: str = "inputs") -> FlatCall | Inputs:
+    """The call's tensors, or the tensors beside its structure and constants (a FlatCall)
+    when it is more than a row of tensors."""
+    if isinstance(call, torch.Tensor):
+        return (call,)
+    if not isinstance(call, (tuple, list)) or not call:
+        raise CaseError(
+            f"{what} must be a tensor or a non-empty tuple of the model's arguments, "
+            f"got {type(call).__name__}"
+        )
+    if all(isinstance(item, torch.Tensor) for item in call):
+        return tuple(call)
+    leaves, spec = pytree.tree_flatten(tuple(call))
+    constants: list[Any] = []
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, torch.Tensor):
+            constants.append(None)
+        elif isinstance(leaf, CONSTANT_TYPES) and leaf is not None:
+            constants.append(leaf)
+        else:
+            raise CaseError(
+                f"{what}: argument leaf {i} is {type(leaf).__name__}; a model's arguments may "
+                "hold tensors (in tuples, lists, dicts) and constant ints, floats or bools"
+            )
+    tensors = tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
+    if not tensors:
+        raise CaseError(f"{what} hold no tensor: there is nothing to feed the program")
+    return FlatCall(tensors, pytree.treespec_dumps(spec), tuple(constants))
+
+
+def bind(model: torch.nn.Module, call: Any, samples: list[Any]) -> tuple[
+    torch.nn.Module, Inputs, list[Inputs]
+]:
+    """The module to export and its tensor inputs (and calibration samples' tensors): `model`
+    itself for a row of tensors, else a BoundCall. Samples must have the call's structure and
+    constants."""
+    flat = flatten_call(call)
+    if not isinstance(flat, FlatCall):
+        rows = [flatten_call(s, "a calibration sample") for s in samples]
+        if any(isinstance(r, FlatCall) for r in rows):
+            raise CaseError("a calibration sample is structured, but the inputs are a row of "
+                            "tensors: give them the same structure")
+        return model, flat, [r for r in rows if not isinstance(r, FlatCall)]
+    tensors: list[Inputs] = []
+    for i, sample in enumerate(samples):
+        row = flatten_call(sample, f"calibration sample {i}")
+        if not isinstance(row, FlatCall) or (row.structure, row.constants) != (
+            flat.structure, flat.constants
+        ):
+            raise CaseError(f"calibration sample {i} differs from the inputs in structure or "
+                            "constants; only the tensors may change")
+        tensors.append(row.tensors)
+    return BoundCall(model, flat.structure, flat.constants).eval(), flat.tensors, tensors
