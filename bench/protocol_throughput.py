@@ -1,15 +1,17 @@
 """Protocol throughput over a pty, as a ratio of the pty's raw throughput, and the bytes a
 redeploy of an unchanged model moves. One run prints both; goals: ratio >= 0.9, redeploy 0.
 
-    raw       pyserial writes N bytes into a pty (1 MiB writes, as the client does); `dd` on
-              the other side drains them in 1 MiB reads (as the runner reads). Time until dd
-              has read them all.
+    raw       the same bytes through a pty with no protocol at all, in one process: pyserial
+              writes them into the pty (1 MiB writes, as the client does) from one thread, the
+              other end is drained in 1 MiB reads by another. No framing, no CRC, no acks, no
+              second process: an upper bound the protocol cannot beat.
     protocol  the same pyserial link, the firmware runner on the other side (host build,
               echo engine: the transfer path without the program parse): LOAD_BEGIN, N bytes
               in CRC-checked chunks with their acks, LOAD_END with the runner's sha256 check.
               One runner for all runs; a first transfer warms its model pool.
     redeploy  SerialTarget on the vboard device deploys a small exported model twice; the
-              second deploy must move nothing.
+              second deploy must move nothing, as the runner counts it (LINK_STATS: model
+              bytes that reached its pool from the link or a file, and models loaded).
 
 Run: .venv/bin/python bench/protocol_throughput.py [--mib 64] [--repeats 5]
 """
@@ -20,12 +22,12 @@ import argparse
 import contextlib
 import hashlib
 import os
-import resource
 import statistics
-import subprocess
 import sys
+import threading
 import time
 import tty
+from dataclasses import astuple
 from pathlib import Path
 
 import torch
@@ -36,6 +38,7 @@ from hil.recipes import make_recipe
 from hil.resources.virtual_boards import HostRunnerBoard
 from hil.runner import firmware
 from hil.runner.client import LinkPolicy, RunnerClient
+from hil.runner.messages import LinkStats
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.transports.serial_link import SerialLink
@@ -54,30 +57,33 @@ def process_cpu(pid: int) -> float:
 
 
 def raw_run(data: bytes) -> tuple[float, float]:
-    """Seconds, and CPU seconds of writer and reader (the kernel's pty work is not counted)."""
+    """Seconds, and CPU seconds of this process (writer and reader threads; the kernel's pty
+    work is not counted), for `data` through a pty with nothing else on it."""
     master, slave = os.openpty()
     tty.setraw(slave)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    reader = subprocess.Popen(
-        ["dd", "of=/dev/null", f"bs={BLOCK}", f"count={len(data) // BLOCK}", "iflag=fullblock",
-         "status=none"],
-        stdin=master,
-    )
-    os.close(master)
     link = SerialLink(os.ttyname(slave)).open()
+    received = 0
+
+    def drain() -> None:
+        nonlocal received
+        while received < len(data):
+            received += len(os.read(master, BLOCK))
+
+    reader = threading.Thread(target=drain, name="raw-reader")
     try:
         cpu = own_cpu()
         started = time.perf_counter()
+        reader.start()
         for offset in range(0, len(data), BLOCK):
             link.write(data[offset : offset + BLOCK])
-        reader.wait(timeout=120)
+        reader.join(timeout=120)
         seconds = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        dd_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
-        return seconds, own_cpu() - cpu + dd_cpu
+        assert received == len(data), f"the reader got {received} of {len(data)} bytes"
+        return seconds, own_cpu() - cpu
     finally:
         link.close()
         os.close(slave)
+        os.close(master)
 
 
 class ProtocolLink:
@@ -110,8 +116,9 @@ class ProtocolLink:
         self.board.stop()
 
 
-def redeploy_bytes() -> tuple[int, int, int]:
-    """(first deploy bytes, redeploy bytes, bytes on the wire during the redeploy)."""
+def redeploy_bytes() -> tuple[int, LinkStats, LinkStats]:
+    """(the model's size, and what reached the runner during the first deploy and during the
+    redeploy, as the runner counted it)."""
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:
@@ -127,12 +134,18 @@ def redeploy_bytes() -> tuple[int, int, int]:
         case = case_from_module("bench-redeploy", Tiny(), torch.randn(1, 64))
         artifact = session.artifact(session.built(case), make_recipe("portable"))
         target = session.target("vboard")
-        first = target.deploy(artifact)
         assert isinstance(target, SerialTarget)
         client = target.client
-        wire_before = client.stats.bytes_sent
-        second = target.deploy(artifact)
-        return first.bytes_sent, second.bytes_sent, client.stats.bytes_sent - wire_before
+        before = client.link_stats()
+        target.deploy(artifact)
+        loaded = client.link_stats()
+        target.deploy(artifact)
+        again = client.link_stats()
+        return artifact.size, _delta(loaded, before), _delta(again, loaded)
+
+
+def _delta(after: LinkStats, before: LinkStats) -> LinkStats:
+    return LinkStats(*(a - b for a, b in zip(astuple(after), astuple(before), strict=True)))
 
 
 def main() -> int:
@@ -159,7 +172,7 @@ def main() -> int:
     pairs = [r / p for (r, _), (p, _) in zip(raw, proto, strict=True)]  # back to back
     raw_cpu = statistics.median(c for _, c in raw) / mib * 1e3
     proto_cpu = statistics.median(c for _, c in proto) / mib * 1e3
-    first, again, wire = redeploy_bytes()
+    size, first, again = redeploy_bytes()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"payload: {args.mib} MiB, median of {args.repeats} interleaved runs each "
           f"(machine load average {load}; other work on the CPUs skews both)")
@@ -170,12 +183,16 @@ def main() -> int:
     print("pair ratios:             " + " ".join(f"{x:.2f}" for x in pairs))
     print(f"protocol / raw:          {statistics.median(pairs):8.3f}   (median of pairs; "
           "goal >= 0.9)")
-    print(f"cpu per MiB, raw:        {raw_cpu:8.2f} ms   (writer + dd)")
+    print(f"cpu per MiB, raw:        {raw_cpu:8.2f} ms   (writer + reader threads)")
     print(f"cpu per MiB, protocol:   {proto_cpu:8.2f} ms   (client + runner: CRC both ends, "
           "runner's sha256, copies)")
-    print(f"first deploy:            {first:8d} bytes of model sent")
-    print(f"redeploy, unchanged:     {again:8d} bytes of model sent, {wire} bytes on the wire"
-          "   (goal 0)")
+    print(f"first deploy:            {first.model_bytes + first.file_bytes:8d} model bytes reached "
+          f"the runner (the .pte is {size}), {first.loads} load, {first.frames_in} frames "
+          "(counted by the runner)")
+    moved = again.model_bytes + again.file_bytes
+    print(f"redeploy, unchanged:     {moved:8d} model bytes reached the runner, {again.loads} "
+          f"loads, {again.frames_in} frames of {again.bytes_in} bytes (the hash check)"
+          "   (goal 0 model bytes, counted by the runner)")
     return 0
 
 

@@ -47,6 +47,7 @@ from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.lowering import exporter_step
 from hil.recipes.quantized import QuantizedModel, QuantizedStore
+from hil.recipes.stages import failing_stage
 from hil.verdict.tolerances import StepAllowance
 
 DELEGATES = "delegates"
@@ -271,10 +272,9 @@ class EthosURecipe(Recipe):
                     f"{resource_exhaustion(e)}: {type(e).__name__}: {e}",
                     fix="free memory or disk and run again; not remembered as the model's failure",
                 ) from e
-            stage = "Vela" if _raised_in_vela(e) else "the TOSA lowering"
             raise ExportError(
-                f"case {case!r}: {stage} rejected the model for {self.accelerator}: "
-                f"{type(e).__name__}: {e}",
+                f"case {case!r}: {failing_stage(e)} rejected the model for "
+                f"{self.accelerator}: {type(e).__name__}: {e}",
                 fix="restrict the case to other targets, or mark it xfail for this one with "
                 "the reason; the TOSA graph Vela got is among the kept files",
             ) from e
@@ -340,14 +340,3 @@ def _sha256(path: Path) -> str:
 
 def _write_log(workdir: Path, printed: list[str]) -> None:
     (workdir / "vela.log").write_text("".join(printed))
-
-
-def _raised_in_vela(error: BaseException) -> bool:
-    """Whether the exception came out of Vela (the ethosu package or ExecuTorch's Vela call)."""
-    traceback = error.__traceback__
-    while traceback is not None:
-        filename = traceback.tb_frame.f_code.co_filename
-        if "/ethosu/" in filename or filename.endswith("arm_vela.py"):
-            return True
-        traceback = traceback.tb_next
-    return False

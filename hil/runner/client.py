@@ -214,6 +214,17 @@ class RunnerClient:
     def mem_stats(self) -> tuple[m.PoolStat, ...]:
         return m.parse_pools(self.request(m.MEM_STATS))
 
+    def link_stats(self) -> m.LinkStats:
+        """What reached the runner, counted by the runner (protocol 1.2)."""
+        info = self.info
+        if info is not None and info.protocol < (1, 2):
+            raise ProtocolError(
+                f"{self.name}: the runner speaks {info.protocol[0]}.{info.protocol[1]} and "
+                "counts nothing (LINK_STATS needs 1.2)",
+                fix="rebuild and flash the runner: hil firmware build --target NAME --force",
+            )
+        return m.LinkStats.parse(self.request(m.LINK_STATS))
+
     def fault_report(self, clear: bool = False) -> m.FaultReport | None:
         return m.FaultReport.parse(self.request(m.FAULT_REPORT, bytes([int(clear)])))
 

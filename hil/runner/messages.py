@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from hil.errors import ProtocolError
 
-PROTOCOL_VERSION = (1, 1)  # 1.1: LOAD_FILE
+PROTOCOL_VERSION = (1, 2)  # 1.1: LOAD_FILE; 1.2: LINK_STATS
 
 # Requests are 0x01..0x5F, replies the request | REPLY, the runner's own frames 0xE0..0xFF.
 HELLO = 0x01
@@ -31,6 +31,7 @@ RUN = 0x30
 GET_OUTPUT = 0x40
 MEM_STATS = 0x50
 FAULT_REPORT = 0x51
+LINK_STATS = 0x52  # 1.2
 REPLY = 0x80
 LOG = 0xF0
 PROGRESS = 0xF1
@@ -49,6 +50,7 @@ NAMES = {
     GET_OUTPUT: "GET_OUTPUT",
     MEM_STATS: "MEM_STATS",
     FAULT_REPORT: "FAULT_REPORT",
+    LINK_STATS: "LINK_STATS",
     RESET: "RESET",
     ECHO: "ECHO",
     DEBUG: "DEBUG",
@@ -245,6 +247,23 @@ class PoolStat:
 def parse_pools(payload: bytes) -> tuple[PoolStat, ...]:
     r = Reader(payload, "MEM_STATS")
     return tuple(PoolStat(r.str8(), r.u64(), r.u64()) for _ in range(r.u8()))
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    """What reached the runner since it started, as the runner counted it (LINK_STATS)."""
+
+    frames_in: int
+    bytes_in: int
+    chunk_bytes: int  # LOAD_CHUNK data, retransmissions included
+    model_bytes: int  # model bytes written into the pool from the link
+    file_bytes: int  # model bytes read from a file (LOAD_FILE)
+    loads: int  # models made runnable
+
+    @classmethod
+    def parse(cls, payload: bytes) -> LinkStats:
+        r = Reader(payload, "LINK_STATS")
+        return cls(r.u64(), r.u64(), r.u64(), r.u64(), r.u64(), r.u32())
 
 
 @dataclass(frozen=True)

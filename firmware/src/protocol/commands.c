@@ -129,6 +129,17 @@ static void cmd_mem_stats(hil_server_t *s) {
     hil_server_reply(s, HIL_CMD_MEM_STATS | HIL_REPLY, (uint32_t)w.used);
 }
 
+static void cmd_link_stats(hil_server_t *s) {
+    hil_writer_t w = hil_reply_writer(s);
+    hil_wr_u64(&w, s->frames_in);
+    hil_wr_u64(&w, s->bytes_in);
+    hil_wr_u64(&w, s->chunk_bytes);
+    hil_wr_u64(&w, s->model_bytes);
+    hil_wr_u64(&w, s->file_bytes);
+    hil_wr_u32(&w, s->loads);
+    hil_server_reply(s, HIL_CMD_LINK_STATS | HIL_REPLY, (uint32_t)w.used);
+}
+
 static void cmd_fault_report(hil_server_t *s, hil_reader_t *r) {
     uint8_t clear = r->left ? hil_rd_u8(r) : 0;
     hil_fault_t fault;
@@ -186,6 +197,7 @@ void hil_server_dispatch(hil_server_t *s, const hil_frame_t *frame) {
     case HIL_CMD_RUN: hil_cmd_run(s, &r); break;
     case HIL_CMD_GET_OUTPUT: hil_cmd_get_output(s, &r); break;
     case HIL_CMD_MEM_STATS: cmd_mem_stats(s); break;
+    case HIL_CMD_LINK_STATS: cmd_link_stats(s); break;
     case HIL_CMD_FAULT_REPORT: cmd_fault_report(s, &r); break;
     case HIL_CMD_ECHO:
         memcpy(hil_server_payload(s), frame->payload, frame->len);

@@ -90,7 +90,9 @@ void hil_cmd_load_chunk(hil_server_t *s, hil_reader_t *r) {
     }
     /* A chunk overlapping what already arrived is a retransmission: keep only the new part. */
     uint64_t skip = s->load_received - offset;
+    s->chunk_bytes += n;
     if (skip < n) {
+        s->model_bytes += n - skip;
         size_t capacity = 0;
         uint8_t *model = s->engine->model_buffer(&capacity);
         memcpy(model + s->load_received, data + skip, (size_t)(n - skip));
@@ -125,6 +127,7 @@ void hil_cmd_load_end(hil_server_t *s) {
     }
     s->holds_model = 1;
     memcpy(s->held_hash, s->load_hash, 32);
+    s->loads++;
     hil_clear_inputs(s);
     hil_writer_t w = hil_reply_writer(s);
     hil_write_method(s, &w);

@@ -108,6 +108,8 @@ void hil_cmd_load_file(hil_server_t *s, hil_reader_t *r) {
     }
     s->holds_model = 1;
     memcpy(s->held_hash, hash, 32);
+    s->file_bytes += size;
+    s->loads++;
     hil_log(HIL_LOG_INFO, "model loaded from %s (%lu bytes)", path, (unsigned long)size);
     hil_server_reply_loaded(s, HIL_CMD_LOAD_FILE | HIL_REPLY, 0);
 }

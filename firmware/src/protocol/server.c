@@ -99,6 +99,8 @@ static void handle(hil_server_t *s, const hil_frame_t *frame) {
     if (frame->type & HIL_REPLY) {
         return; /* our own kind of frame looped back, or line noise that happened to check */
     }
+    s->frames_in++;
+    s->bytes_in += frame->len + HIL_FRAME_OVERHEAD;
     if (s->has_last && frame->seq == s->last_seq && frame->type == s->last_type &&
         frame->type != HIL_CMD_HELLO) {
         /* The host did not get our reply (or it arrived damaged): send the same bytes again,

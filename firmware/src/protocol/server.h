@@ -43,6 +43,15 @@ typedef struct {
 
     int debug_arm; /* HIL_DEBUG_* to trigger inside the next RUN, 0 for none */
     uint32_t runs; /* RUN requests served since start */
+
+    /* what reached the runner since it started, counted here (LINK_STATS): the host's
+     * memory of what it sent is not evidence that nothing moved */
+    uint64_t frames_in;   /* request frames, repeats included */
+    uint64_t bytes_in;    /* their bytes on the wire */
+    uint64_t chunk_bytes; /* LOAD_CHUNK data, retransmissions included */
+    uint64_t model_bytes; /* model bytes written into the pool from the link */
+    uint64_t file_bytes;  /* model bytes read from a file (LOAD_FILE) */
+    uint32_t loads;       /* models made runnable */
 } hil_server_t;
 
 /* Serve until the link closes. `buf`/`cap` is the memory for both frame buffers. */

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #define HIL_PROTOCOL_MAJOR 1
-#define HIL_PROTOCOL_MINOR 1 /* 1.1: LOAD_FILE (posix runners) */
+#define HIL_PROTOCOL_MINOR 2 /* 1.1: LOAD_FILE (posix runners); 1.2: LINK_STATS */
 
 #define HIL_MAGIC0 0xA5u
 #define HIL_MAGIC1 0x5Au
@@ -33,6 +33,7 @@ enum {
     HIL_CMD_GET_OUTPUT = 0x40,
     HIL_CMD_MEM_STATS = 0x50,
     HIL_CMD_FAULT_REPORT = 0x51,
+    HIL_CMD_LINK_STATS = 0x52, /* 1.2: what reached the runner, counted by the runner */
 };
 #define HIL_REPLY 0x80u
 

@@ -1,0 +1,42 @@
+"""Which stage of an Ethos-U lowering raised: the Arm passes, the TOSA lowering, partitioning
+or Vela, read from the exception's traceback.
+
+The innermost frame that belongs to a known stage decides, because the stages nest: ExecuTorch's
+Ethos-U backend (executorch/backends/arm/ethosu/) runs the Arm passes, then the TOSA lowering,
+then Vela, so a frame of that package is on every traceback and says nothing by itself. (It
+once made an error in an Arm pass read "Vela rejected the model".)
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+# (path fragment, stage), the stage of a frame whose file path holds the fragment
+STAGES = (
+    ("/ethosu/vela/", "Vela"),
+    ("/backends/arm/arm_vela.py", "Vela"),
+    ("/backends/arm/_passes/", "the Arm passes"),
+    ("/backends/arm/operators/", "the TOSA lowering"),
+    ("/backends/arm/process_node.py", "the TOSA lowering"),
+    ("/backends/arm/tosa/backend.py", "the TOSA lowering"),
+    ("/backends/arm/operator_support/", "partitioning"),
+    ("/backends/arm/tosa/partitioner.py", "partitioning"),
+)
+UNKNOWN = "the Ethos-U lowering"
+
+
+def failing_stage(error: BaseException) -> str:
+    """The stage the innermost known frame of `error`'s traceback belongs to; an Arm pass is
+    named ("the Arm passes (decompose_meandim_pass)")."""
+    stage = UNKNOWN
+    traceback = error.__traceback__
+    while traceback is not None:
+        filename = traceback.tb_frame.f_code.co_filename
+        for fragment, name in STAGES:
+            if fragment in filename:
+                stage = name
+                if name == "the Arm passes":
+                    stage = f"{name} ({PurePosixPath(filename).stem})"
+                break
+        traceback = traceback.tb_next
+    return stage

@@ -1,0 +1,43 @@
+"""An Ethos-U lowering error names the stage that raised it: the innermost known frame, not
+ExecuTorch's Ethos-U backend that runs every stage (which made an Arm pass's error read
+"Vela rejected the model")."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hil.recipes.stages import failing_stage
+
+meandim = pytest.importorskip("executorch.backends.arm._passes.decompose_meandim_pass")
+BACKEND = "/venv/site-packages/executorch/backends/arm/ethosu/backend.py"
+VELA = "/venv/site-packages/ethosu/vela/vela.py"
+
+
+def _raised_through(filename: str, call: str, namespace: dict[str, object]) -> BaseException:
+    """The error `call` raises when made from a frame of `filename` (the stage's caller)."""
+    code = compile(f"def through():\n    {call}\n", filename, "exec")
+    exec(code, namespace)
+    try:
+        namespace["through"]()  # type: ignore[operator]
+    except Exception as e:
+        return e
+    raise AssertionError(f"{call} did not raise")
+
+
+def test_an_arm_pass_error_is_the_arm_passes_not_vela() -> None:
+    """A real Arm pass raising (the mean.dim decomposition asked for another operator), called
+    from a frame of the Ethos-U backend's package."""
+    error = _raised_through(BACKEND, "get_decomposition(torch.ops.aten.add.Tensor)",
+                            {"get_decomposition": meandim.get_meandim_decomposition,
+                             "torch": torch})  # fmt: skip
+    assert failing_stage(error) == "the Arm passes (decompose_meandim_pass)"
+
+
+def test_an_error_inside_vela_is_vela() -> None:
+    error = _raised_through(VELA, "raise ValueError('could not run on NPU')", {})
+    assert failing_stage(error) == "Vela"
+
+
+def test_an_error_outside_every_known_stage_says_the_lowering() -> None:
+    assert failing_stage(ValueError("x")) == "the Ethos-U lowering"
