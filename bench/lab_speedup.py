@@ -17,12 +17,19 @@ Printed: each run's wall time and pytest's session time, the best of each, the r
 at least 1.6x on two cores, for the board-bound rack), and the machine's load beside them: on
 a shared machine the ratio moves with what else runs.
 
+What the pacing makes certain, and what is measured: on the 115200-baud rack the UARTs are
+paced, so the bytes a run moves over them (models, inputs, outputs: from the run's records and
+arrays) take a known time, X s, which two boards split by construction. The bench prints X, the
+speed-up that splitting X alone would give, and the rest of each run (wall minus its share of
+X: host work, start-up, leases, scheduling), which nothing guarantees, with its own ratio.
+
 Run: .venv/bin/python bench/lab_speedup.py [--repeats 1] [-k EXPR] [--only fast|uart]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
@@ -33,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from hil.lab.virtual_rack import VirtualRack
@@ -79,6 +87,31 @@ def run_suite(workers: int, devices: Path, results: Path, select: list[str]) -> 
     return wall, float(found.group(1)) if found else wall
 
 
+def paced_bytes(results: Path) -> int:
+    """Bytes a run moved over the boards' lines: each deployed model, and each check's inputs
+    and outputs (framing, a few percent, is left out: the figure is a lower bound)."""
+    moved = 0
+    for line in (results / "records.jsonl").read_text().splitlines():
+        if line.strip():
+            moved += int(json.loads(line).get("deploy_bytes") or 0)
+    for arrays in (results / "arrays").glob("*.npz"):
+        with np.load(arrays) as saved:
+            moved += sum(saved[k].nbytes for k in saved.files if k.startswith(("input", "output")))
+    return moved
+
+
+def report_pacing(baud: int, results: Path, one: float, two: float) -> None:
+    """What the pacing decides (the UART time, split by two boards) and what it does not."""
+    moved = paced_bytes(results)
+    uart_s = moved / (baud / 10)  # 8N1: ten bits a byte
+    print(f"    paced by construction: {moved / 1e6:.2f} MB over the UARTs = {uart_s:.1f} s at "
+          f"{baud / 10 / 1000:.1f} KB/s; two boards split it, so that part alone gives "
+          f"{one / (one - uart_s / 2):.2f}x")
+    rest_one, rest_two = one - uart_s, two - uart_s / 2
+    print(f"    measured beyond the pacing: the rest of each run (host work, start-up, leases) "
+          f"{rest_one:.1f} s on one board, {rest_two:.1f} s on two ({rest_one / rest_two:.2f}x)")
+
+
 def measure(name: str, runner: Path, folder: Path, repeats: int, warm_up: bool,
             select: list[str]) -> float:
     """Times of 1 and 2 boards on one rack; returns the wall-time ratio of the best runs."""
@@ -108,6 +141,8 @@ def measure(name: str, runner: Path, folder: Path, repeats: int, warm_up: bool,
     ratio = one[0] / two[0]
     print(f"    speed-up on two boards: {ratio:.2f}x wall, {one[1] / two[1]:.2f}x in pytest "
           f"(best of {repeats})")
+    if baud is not None:
+        report_pacing(baud, folder / f"{name}-0-1", one[0], two[0])
     return ratio
 
 
