@@ -1,133 +1,185 @@
-"""hil's Ethos-U stand-in against ExecuTorch's own Arm test-suite, on the same add cases.
+"""ExecuTorch's own Arm operator tests, by their harness and through hil.check: verdicts and time.
 
-ExecuTorch's suite (installed with the wheel) checks `add` through its TOSA INT pipeline:
-quantize, lower to TOSA, run the TOSA reference model, compare. hil's u85-ref target does that
-and more (Vela compiles and estimates every delegate, a partition report, agreement with the
-quantized model), and keeps its artifacts, so a second run exports nothing.
+    .venv/bin/python bench/npu_vs_executorch.py                          # 16 op files, tosa_INT, u85-ref
+    .venv/bin/python bench/npu_vs_executorch.py --files test_add test_conv2d --target u55-ref
 
-Both run the very same cases: the modules and input factories of ExecuTorch's test_add.py
-(Add, Add2, Add3 and their test_data), each through pytest in its own process, cold (hil:
-empty artifact cache) and warm (hil: the cache of the cold run; ExecuTorch has none), in
-interleaved rounds; the fastest run of each kind counts, as the build machines are shared.
-The script prints the wall times and the ratios; nothing is asserted (see ARCHITECTURE.md).
+Their tests (backends/arm/test/ops in the executorch wheel) quantize each operator, lower it to
+TOSA, run Arm's TOSA reference model and compare with the quantized model (atol + 1 output
+step). hil runs the very same test functions (bench/et_hil_plugin.py swaps their pipeline for
+hil.check on the target: Vela, the partition report, both verdict questions), so both sides run
+the same cases with the same inputs. Printed:
 
-Usage: .venv/bin/python bench/npu_vs_executorch.py [--target u85-ref]
+* each side's exit status, pass/fail/xfail/skip counts, and the case ids each side ran;
+* time: start-up (a run that collects and selects nothing) apart from the per-case time, for
+  ExecuTorch's harness with and without hil's export speed-up (hil/recipes/export_speedup.py,
+  which any torch 2.13 user could apply), and for hil cold (empty cache) and warm;
+* every case where the two disagree, with hil's reason.
+
+Nothing is asserted; the numbers are for the README (ARCHITECTURE.md: benches print ratios).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-ET_TEST = "executorch.backends.arm.test.ops.test_add"
-# ExecuTorch test function -> the module class and test-data table it runs.
-SUITES = {
-    "test_add_tensor_tosa_INT": ("Add", "test_data"),
-    "test_add_tensor_tosa_INT_2": ("Add2", "test_data"),
-    "test_add_tensor_tosa_INT_3": ("Add3", "test_data"),
-}
-
-HIL_TESTS = textwrap.dedent(
-    '''
-    """The cases of ExecuTorch's test_add.py (tosa_INT), as hil cases."""
-    import importlib
-
-    import pytest
-    import torch
-
-    import hil
-
-    SOURCE = importlib.import_module("{module}")
-    SUITES = {suites!r}
-
-
-    def seeded(factory):
-        def make():
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(0)  # their factories call randn: fix it, so warm runs hit
-                return factory()
-        return make
-
-
-    CASES = {{}}
-    for test, (cls_name, table) in SUITES.items():
-        cls = getattr(SOURCE, cls_name)
-        for key, factory in getattr(cls, table).items():
-            name = f"{{test}}[{{key}}]"
-            CASES[name] = hil.Case(name, cls, seeded(factory))
-
-
-    @pytest.mark.hil_cases(CASES)
-    def test_add(hil_check):
-        hil_check()
-    '''
+FILES = (
+    "test_add",
+    "test_sub",
+    "test_mul",
+    "test_conv2d",
+    "test_linear",
+    "test_relu",
+    "test_sigmoid",
+    "test_tanh",
+    "test_avg_pool2d",
+    "test_max_pool",
+    "test_mean_dim",
+    "test_softmax",
+    "test_cat",
+    "test_permute",
+    "test_view",
+    "test_hardswish",
 )
+SPEEDUP = "import hil.recipes.export_speedup as s\ndef pytest_configure(config):\n    s.install()\n"
 
 
-def executorch_node_ids() -> list[str]:
-    import importlib
+@dataclass(frozen=True)
+class Run:
+    label: str
+    seconds: float
+    status: int
+    outcomes: dict[str, tuple[str, str]]  # case id -> (outcome, first line of the message)
 
-    source = importlib.import_module(ET_TEST)
-    path = Path(source.__file__ or "")
-    return [
-        f"{path}::{test}[{key}]"
-        for test, (cls_name, table) in SUITES.items()
-        for key in getattr(getattr(source, cls_name), table)
+    def counts(self) -> str:
+        found = Counter(o for o, _ in self.outcomes.values())
+        return ", ".join(f"{n} {o}" for o, n in sorted(found.items())) or "nothing ran"
+
+
+def ops_folder() -> Path:
+    import executorch
+
+    return Path(next(iter(executorch.__path__))) / "backends" / "arm" / "test" / "ops"
+
+
+def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
+    outcomes: dict[str, tuple[str, str]] = {}
+    if not path.exists():
+        return outcomes
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error"):
+                outcome, message = "failed", child.get("message", "")
+            elif child.tag == "skipped":
+                kind = child.get("type", "")
+                outcome = "xfailed" if "xfail" in kind else "skipped"
+                message = child.get("message", "")
+        outcomes[name] = (outcome, message.strip().splitlines()[0] if message.strip() else "")
+    return outcomes
+
+
+def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str]) -> Run:
+    report = work / f"{label.replace(' ', '_')}.xml"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:hil",
+        f"--junitxml={report}",
+        *args,
     ]
-
-
-def timed(label: str, command: list[str], cwd: Path, env: dict[str, str]) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    lines = done.stdout.strip().splitlines()
-    summary = next((line for line in reversed(lines) if " in " in line), "(no summary)")
-    print(f"  {label:<28} {elapsed:7.1f} s   exit {done.returncode}: {summary.strip('= ')}")
-    return elapsed
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    run = Run(label, seconds, done.returncode, junit_outcomes(report))
+    print(f"  {label:<34} {seconds:7.1f} s  exit {done.returncode}: {run.counts()}")
+    return run
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", default="u85-ref", help="hil target (default u85-ref)")
-    parser.add_argument(
-        "--rounds", type=int, default=2, help="interleaved rounds; the fastest of each counts"
-    )
+    parser.add_argument("--files", nargs="+", default=list(FILES))
+    parser.add_argument("--target", default="u85-ref")
+    parser.add_argument("-k", default="tosa_INT", help="their test selection (default tosa_INT)")
     args = parser.parse_args()
-    ids = executorch_node_ids()
-    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    theirs = [*pytest, "-p", "no:hil", *ids]  # their suite, without our plugin
-    times: dict[str, list[float]] = {"et": [], "cold": [], "warm": []}
-    print(f"{len(ids)} add cases of {ET_TEST} (tosa_INT), each run by both")
-    print("(the machine may be shared: rounds are interleaved and the fastest run counts)")
-    with tempfile.TemporaryDirectory(prefix="hil-npu-bench-") as tmp:
-        work = Path(tmp)
-        tests = work / "hil_cases"
-        tests.mkdir()
-        (tests / "test_add_cases.py").write_text(HIL_TESTS.format(module=ET_TEST, suites=SUITES))
-        for round_ in range(1, args.rounds + 1):
-            env = {**os.environ, "HIL_CACHE_DIR": str(work / f"cache{round_}")}
-            hil = [
-                *pytest,
-                str(tests),
-                f"--target={args.target}",
-                f"--hil-devices={REPO / 'devices'}",
-                f"--hil-results-dir={work / 'results'}",
-            ]
-            times["et"].append(timed(f"ExecuTorch suite ({round_})", theirs, work, env))
-            times["cold"].append(timed(f"hil {args.target}, cold ({round_})", hil, work, env))
-            times["et"].append(timed(f"ExecuTorch suite ({round_}b)", theirs, work, env))
-            times["warm"].append(timed(f"hil {args.target}, warm ({round_})", hil, work, env))
-    et, cold, warm = min(times["et"]), min(times["cold"]), min(times["warm"])
-    print(f"\nfastest: ExecuTorch {et:.1f} s, hil cold {cold:.1f} s, hil warm {warm:.1f} s")
-    print(f"cold: ExecuTorch / hil = {et / cold:.2f}  (above 1: hil is faster)")
-    print(f"warm: ExecuTorch / hil = {et / warm:.2f}")
+    folder = ops_folder()
+    files = [str(folder / f"{name}.py") for name in args.files]
+    work = Path(tempfile.mkdtemp(prefix="hil-et-ops-"))
+    (work / "speedup").mkdir()
+    (work / "speedup" / "et_speedup.py").write_text(SPEEDUP)
+    base = {
+        **os.environ,
+        "HIL_ET_TARGET": args.target,
+        "HIL_CACHE_DIR": str(work / "cache"),
+        "HIL_RESULTS_DIR": str(work / "results"),
+    }
+    ours = {**base, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
+    sped = {**base, "PYTHONPATH": os.pathsep.join([str(work / "speedup"), str(REPO)])}
+    theirs = [*files, "-k", args.k]
+    hil_args = ["-p", "et_hil_plugin", *theirs]
+    nothing = [*files, "-k", "no_test_has_this_name"]
+    print(
+        f"ExecuTorch's Arm op tests ({args.k}) from {folder}: {len(files)} files, hil on "
+        f"{args.target}"
+    )
+    startup = {
+        "theirs": pytest_run("start-up, their harness", nothing, work, base).seconds,
+        "hil": pytest_run("start-up, hil", ["-p", "et_hil_plugin", *nothing], work, ours).seconds,
+    }
+    et = pytest_run("ExecuTorch harness", theirs, work, base)
+    et_fast = pytest_run("ExecuTorch harness + speed-up", ["-p", "et_speedup", *theirs], work, sped)
+    cold = pytest_run(f"hil {args.target}, cold", hil_args, work, ours)
+    warm = pytest_run(f"hil {args.target}, warm", hil_args, work, ours)
+    ran_theirs, ran_ours = set(et.outcomes), set(cold.outcomes)
+    print(
+        f"cases run: ExecuTorch {len(ran_theirs)}, hil {len(ran_ours)}; run by only one side: "
+        f"{sorted(ran_theirs ^ ran_ours) or 'none'}"
+    )
+    cases = max(len(ran_theirs & ran_ours), 1)
+
+    def per_case(run: Run, start: float) -> float:
+        return max(run.seconds - start, 0.0) / cases
+
+    t_et, t_fast = per_case(et, startup["theirs"]), per_case(et_fast, startup["theirs"])
+    t_cold, t_warm = per_case(cold, startup["hil"]), per_case(warm, startup["hil"])
+    print(f"start-up: their harness {startup['theirs']:.1f} s, hil {startup['hil']:.1f} s")
+    print(
+        f"per case (start-up excluded): ExecuTorch {t_et:.2f} s ({t_fast:.2f} s with hil's "
+        f"export speed-up), hil cold {t_cold:.2f} s, warm {t_warm:.3f} s"
+    )
+    print(
+        f"ExecuTorch / hil: cold {t_et / t_cold:.2f} ({t_fast / t_cold:.2f} against the sped-up "
+        f"harness), warm {t_et / max(t_warm, 1e-9):.1f}"
+    )
+    agree = differ = 0
+    for case in sorted(ran_theirs & ran_ours):
+        theirs_outcome, hil_outcome = et.outcomes[case][0], cold.outcomes[case]
+        if (theirs_outcome == "passed") == (hil_outcome[0] == "passed"):
+            agree += 1
+            continue
+        differ += 1
+        print(
+            f"  differ: {case}: ExecuTorch {theirs_outcome}, hil {hil_outcome[0]}: "
+            f"{hil_outcome[1][:240]}"
+        )
+    print(f"verdicts agree on {agree} cases, differ on {differ}")
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
