@@ -1,6 +1,6 @@
 """First divergent operator of a CPU program (portable, XNNPACK), with ExecuTorch's devtools.
 
-How, in four steps, none of them a matcher of our own:
+How, in four steps, none of them a matcher of our own (steps 1-3 in hil.explain.etdump):
 1. Re-export the case with the artifact's recipe inside `recording_etrecord`, so the lowering
    also writes ExecuTorch's ETRecord (exported program, edge program, debug-handle map). The
    re-export must be the artifact's program instruction for instruction, or the ETRecord
@@ -17,49 +17,53 @@ How, in four steps, none of them a matcher of our own:
 Granularity: the portable recipe answers per kernel call (a `linear` lowered to permute_copy +
 addmm is one answer, at the addmm). An XNNPACK delegate call is one instruction and one answer:
 XNNPACK logs per-operator timings, not intermediate outputs, so a fault inside a fully
-delegated model is placed on the delegate call (and on any CPU operator around it).
+delegated model is placed on the delegate call (and on any CPU operator around it). For
+XNNPACK int8 that call usually spans the whole quantized model, inputs' quantize to outputs'
+dequantize, so the answer is "the delegate" and says only that no CPU operator came first; it is
+judged in the steps of the quantized tensor it ends on.
 
-Targets other than the host: the firmware runner (vboard, pi5-emu) does not send ETDump back
-(firmware/PROTOCOL.md has no such reply), so the same .pte runs here on the host's runtime, and
-the result says so. That localizes a model or export problem (the program itself diverges),
-not a bug in the device's own kernels or firmware: for those the device would have to run with
-an ETDump event tracer and debug buffer and return both after a run (a protocol extension).
+Targets other than the host: the firmware runner (vboard, pi5-emu) sends no ETDump back
+(firmware/PROTOCOL.md has no such reply), so the same .pte runs here on the host's runtime and
+the result says so. That localizes a model or export problem (the program itself diverges), not
+a bug in the device's own kernels or firmware. For those the runner would need to link
+ExecuTorch's ETDump library (the x86-64 wheel ships libexecutorch_etdump.so and its headers,
+the aarch64 wheel the same libraries; bare metal needs it built with the event tracer on), pass
+an `ETDumpGen` to `load_method` with a debug buffer (`set_debug_buffer`, sized as
+hil.explain.etdump sizes it) and the intermediate-outputs debug level, and return the ETDump
+and the debug buffer after a run: a new request (say `ETDUMP`, announced by a HELLO flag)
+streamed back in chunks like outputs. The host would feed both to the Inspector as here.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from hil.artifacts.store import Artifact
 from hil.case import BuiltCase
-from hil.errors import ExplainError, ExploreError
+from hil.errors import ExplainError
 from hil.explain import Divergence, NodeError
-from hil.explore.program import Instruction, Program, read_program
+from hil.explain import etdump as devtools
+from hil.explain.etdump import Pair
+from hil.explore.program import Instruction, Program
 from hil.recipes.base import Recipe
-from hil.recipes.lowering import recording_etrecord
 from hil.verdict.tolerances import DEFAULT_ALLOWANCE, SENSITIVITY_SHARE
 
-log = logging.getLogger("hil.explain.cpu")
-
-# A float node's limit: NODE_ATOL + NODE_RTOL x the node's peak |reference|, the same shape as
-# the fp32 target check (hil.verdict.tolerances). Measured 2026-12 on the model suite (portable
-# and XNNPACK fp32, every node, against eager): healthy nodes reach at most about 3e-6 of their
-# peak (see the report of this branch); 1e-4 keeps a 30x margin and is still 2500x below a
-# one-weight fault of 0.25.
+# A float node's limit: NODE_ATOL + NODE_RTOL x the node's peak |reference|, the fp32 target
+# check's own limit (hil.verdict.tolerances). Measured 2026-12 on an AVX-512 host, every node
+# of resnet8, ds_cnn_kws, mobilenet_v1_025, deep_autoencoder, digits_cnn and mobilenet_v2 on
+# portable and XNNPACK fp32 against eager: at most 5.2e-6 x peak (mobilenet_v1_025's 26th relu,
+# portable; mobilenet_v2 3.0e-6; XNNPACK's delegate outputs 1.9e-6), error carried from upstream
+# included. 1e-4 leaves a 19x margin; a 0.25 change of one weight is thousands of times over.
 NODE_ATOL = 1e-5
 NODE_RTOL = 1e-4
 
 FP32_REFERENCE = "eager PyTorch (the exported ATen program, node by node)"
 INT8_REFERENCE = "the quantized PyTorch model (its exported ATen program, node by node)"
-REFERENCE_GRAPHS = ("exported_program", "edge_dialect_exported_program")
 CPU_RECIPES = ("portable", "xnnpack-fp32", "xnnpack-int8")
 
 
@@ -74,16 +78,6 @@ class CpuDivergence(Divergence):
         return f"{text}; {self.runtime_note}" if self.runtime_note else text
 
 
-@dataclass(frozen=True)
-class Pair:
-    """One runtime output and the reference's value for it, as the Inspector paired them."""
-
-    handles: tuple[int, ...]
-    reference_ops: tuple[str, ...]
-    reference: torch.Tensor
-    runtime: torch.Tensor
-
-
 def explain_program(
     built: BuiltCase, artifact: Artifact, recipe: Recipe, workdir: Path, *, target: str = "host"
 ) -> Divergence | None:
@@ -95,15 +89,15 @@ def explain_program(
             f"{', '.join(CPU_RECIPES)}",
             fix="explain Ethos-U programs with hil.explain.tosa",
         )
-    program = _read(artifact.pte_path)
+    program = devtools.read(artifact.pte_path)
     workdir.mkdir(parents=True, exist_ok=True)
-    etrecord = _record(built, recipe, workdir, program)
-    etdump, debug = _run_with_etdump(artifact.pte_path, program, built, workdir)
-    pairs, graph = _pairs(etrecord, etdump, debug, built)
+    etrecord = devtools.record(built, recipe, workdir, program)
+    etdump, debug = devtools.run_with_etdump(artifact.pte_path, program, built, workdir)
+    pairs, graph = devtools.pairs(etrecord, etdump, debug, built)
     if not pairs:
         return None
     judge = _judge_for(recipe, artifact, graph)
-    by_instruction = _instructions_of(etrecord)
+    by_instruction = devtools.instructions_of(etrecord)
     nodes = sorted(
         (_node(pair, program, by_instruction, judge) for pair in pairs),
         key=lambda n: (int(n.address["instruction"]), n.name),
@@ -120,188 +114,7 @@ def _runtime_note(target: str) -> str | None:
             f"kernels or firmware")  # fmt: skip
 
 
-# -- 1. the program and its ETRecord -----------------------------------------------------------
-
-
-def _read(pte: Path) -> Program:
-    """The artifact's instructions; a missing or damaged file is an ExplainError."""
-    if not pte.is_file():
-        raise ExplainError(
-            f"no program to explain: {pte} does not exist",
-            fix="export the case first (session.artifact, or run its check), or pass the "
-            "artifact of the check that failed",
-        )
-    try:
-        return read_program(pte)
-    except ExploreError as e:
-        raise ExplainError(
-            f"cannot explain {pte}: {e.message}",
-            fix="the cache entry is damaged: delete its folder and run the check again, which "
-            "re-exports it",
-        ) from e
-
-
-def _signature(program: Program) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
-    return tuple((i.kind, i.kernel, i.args) for i in program.instructions)
-
-
-def _record(built: BuiltCase, recipe: Recipe, workdir: Path, program: Program) -> Any:
-    """Re-export with an ETRecord, check it is the artifact's program, add the case's inputs."""
-    from executorch.devtools.etrecord import parse_etrecord
-
-    from hil.recipes import export_speedup
-
-    path = workdir / "model.etrecord"
-    export_dir = workdir / "reexport"
-    export_dir.mkdir(exist_ok=True)
-    export_speedup.install()
-    with recording_etrecord(path):
-        product = recipe.export(built, export_dir)
-    if not path.is_file():
-        raise ExplainError(
-            f"recipe {recipe.name!r} wrote no ETRecord: it does not lower through "
-            "hil.recipes.lowering.lower_to_pte",
-            fix="lower the recipe with lower_to_pte so hil.explain can record the program",
-        )
-    again = export_dir / "model.pte"
-    again.write_bytes(product.pte)
-    if _signature(read_program(again)) != _signature(program):
-        raise ExplainError(
-            f"re-exporting {built.case.name!r} with {recipe.name} gives another program than "
-            f"{program.path} (other instructions): its ETRecord would not describe the artifact",
-            fix="the recipe's code or the tools changed since the artifact was made: delete the "
-            "cache entry and run the check again, then explain the new artifact",
-        )
-    etrecord = parse_etrecord(str(path))
-    etrecord.update_representative_inputs(list(built.inputs))
-    etrecord.save(str(path))  # complete for anyone who opens it with the Inspector later
-    return etrecord
-
-
-# -- 2. the run with every intermediate kept --------------------------------------------------
-
-
-def _debug_buffer_size(program: Program) -> int:
-    """Room for every tensor value the plan holds, at 8 bytes an element plus alignment."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    plan = deserialize_pte_binary(program.path.read_bytes()).program.execution_plan[0]
-    total = 0
-    for value in plan.values:
-        sizes = getattr(value.val, "sizes", None)
-        if sizes is not None:
-            total += 8 * math.prod(int(s) for s in sizes) + 64
-    return max(1 << 20, 2 * total)
-
-
-def _run_with_etdump(
-    pte: Path, program: Program, built: BuiltCase, workdir: Path
-) -> tuple[Path, Path]:
-    """Run the .pte once here with ETDump and a debug buffer; return both files."""
-    from executorch.runtime import Runtime
-
-    etdump, debug = workdir / "run.etdp", workdir / "run.debug"
-    try:
-        loaded = Runtime.get().load_program(
-            pte, enable_etdump=True, debug_buffer_size=_debug_buffer_size(program)
-        )
-        loaded.load_method("forward").execute(list(built.inputs))
-        loaded.write_etdump_result_to_file(str(etdump), str(debug))
-    except RuntimeError as e:
-        raise ExplainError(
-            f"the ExecuTorch runtime could not run {pte} with ETDump: {e}",
-            fix="check the program runs on the host target (hil check CASE --target host); a "
-            "program for a backend this runtime lacks cannot be explained here",
-        ) from e
-    return etdump, debug
-
-
-# -- 3. the Inspector's pairing ----------------------------------------------------------------
-
-
-def _max_abs_comparator() -> Any:
-    """A comparator for calculate_numeric_gap: the largest element-wise |difference|."""
-    from executorch.devtools.inspector.numerical_comparator.numerical_comparator_base import (
-        NumericalComparatorBase,
-    )
-
-    class MaxAbs(NumericalComparatorBase):  # type: ignore[misc]
-        def element_compare(self, a: Any, b: Any) -> float:
-            return float(_tensor(a).sub(_tensor(b)).abs().max()) if _tensor(a).numel() else 0.0
-
-    return MaxAbs()
-
-
-def _tensor(value: Any) -> torch.Tensor:
-    if isinstance(value, Sequence) and not isinstance(value, torch.Tensor) and len(value) == 1:
-        value = value[0]
-    return torch.as_tensor(value).detach().to(torch.float64)
-
-
-def _pairs(
-    etrecord: Any, etdump: Path, debug: Path, built: BuiltCase
-) -> tuple[list[Pair], torch.fx.GraphModule]:
-    """The Inspector's (reference, runtime) pairs, and the reference graph they come from."""
-    from executorch.devtools import Inspector
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inspector = Inspector(
-            etdump_path=str(etdump), etrecord=etrecord, debug_buffer_path=str(debug)
-        )
-        table, name = _numeric_gap(inspector)
-    program = etrecord.exported_program if name == "exported_program" else (
-        etrecord.edge_dialect_program)  # fmt: skip
-    pairs = []
-    for row in table.itertuples():
-        reference, runtime = _tensor(row.aot_intermediate_output), _tensor(
-            row.runtime_intermediate_output
-        )
-        if reference.shape != runtime.shape:
-            log.info("%s: skipped %s, shapes differ", built.case.name, row.aot_ops)
-            continue
-        handles = tuple(int(h) for h in row.runtime_debug_handle)
-        pairs.append(Pair(handles, tuple(row.aot_ops), reference, runtime))
-    return pairs, program.module()
-
-
-def _numeric_gap(inspector: Any) -> tuple[Any, str]:
-    """calculate_numeric_gap on the ATen program, or on the edge program where debug handles
-    cannot be carried back to ATen (Inspector raises ValueError)."""
-    last: Exception | None = None
-    for name in REFERENCE_GRAPHS:
-        try:
-            return inspector.calculate_numeric_gap(_max_abs_comparator(), reference_graph=name), (
-                name)  # fmt: skip
-        except ValueError as e:
-            last = e
-    raise ExplainError(
-        f"the Inspector could not pair the runtime's intermediates with the reference: {last}",
-        fix="report it with the case: ExecuTorch's debug handles did not survive this lowering",
-    ) from last
-
-
-# -- 4. each pair as a NodeError ---------------------------------------------------------------
-
-
-def _instructions_of(etrecord: Any) -> Mapping[int, frozenset[int]]:
-    """Each .pte instruction's debug handles, from the ETRecord's debug-handle map."""
-    table = etrecord._debug_handle_map["forward"]
-    found = {}
-    for instruction, handles in table.items():
-        listed = handles if isinstance(handles, (list, tuple)) else [handles]
-        found[int(instruction)] = frozenset(int(h) for h in listed)
-    return found
-
-
-def _instruction_of(pair: Pair, by_instruction: Mapping[int, frozenset[int]]) -> int:
-    """The last instruction sharing a handle with the pair: the Inspector keeps, of the
-    instructions one handle spans (permute_copy + addmm), the output of the last."""
-    wanted = set(pair.handles)
-    matches = [i for i, handles in by_instruction.items() if handles & wanted]
-    if not matches:
-        raise ExplainError(f"no instruction of the program has debug handles {pair.handles}")
-    return max(matches)
+# -- each pair as a NodeError ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -367,7 +180,7 @@ def _handles(node: torch.fx.Node) -> tuple[int, ...]:
 def _node(
     pair: Pair, program: Program, by_instruction: Mapping[int, frozenset[int]], judge: Judge
 ) -> NodeError:
-    index = _instruction_of(pair, by_instruction)
+    index = devtools.instruction_of(pair, by_instruction)
     instruction = program.instructions[index]
     limit = judge(pair)
     error = pair.runtime - pair.reference

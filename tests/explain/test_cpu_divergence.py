@@ -70,9 +70,7 @@ def with_weight_fault(artifact: Artifact, weight: torch.Tensor, folder: Path) ->
     changed = weight.detach().clone().contiguous()
     changed.view(-1)[5] += FAULT
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / artifact.pte_path.name).write_bytes(
-        data.replace(stored, changed.numpy().tobytes())
-    )
+    (folder / artifact.pte_path.name).write_bytes(data.replace(stored, changed.numpy().tobytes()))
     return dataclasses.replace(artifact, folder=folder)
 
 
