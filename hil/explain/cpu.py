@@ -4,9 +4,13 @@ How, in four steps, none of them a matcher of our own (steps 1-3 in hil.explain.
 1. Re-export the case with the artifact's recipe inside `recording_etrecord`, so the lowering
    also writes ExecuTorch's ETRecord (exported program, edge program, debug-handle map). The
    re-export must be the artifact's program instruction for instruction, or the ETRecord
-   would describe another program (ExplainError). Recording at export time instead would cost
-   every green run the ETRecord's deep copies and about twice the .pte on disk
-   (bench/explain_etrecord.py measures it), so it is done only when explaining.
+   would describe another program (ExplainError). Recording at every export instead would
+   cost green runs: bench/explain_etrecord.py measured (2026-12, 2 cores, noisy) up to 1.3-1.6x
+   the lowering time on resnet8 and mobilenet_v2 fp32 (+0.3 to +3 s) and an ETRecord of about
+   2x the .pte beside each artifact (29 MB for mobilenet_v2's 14 MB); the .pte is byte-identical
+   either way, which is what makes the re-export a faithful description of the artifact. So it
+   is done only when explaining (1-6 s for the suite's models, about 60 s for mobilenet_v2
+   int8, mostly its lowering).
 2. Run the artifact's own .pte on the ExecuTorch runtime in this process with ETDump and a
    debug buffer: every instruction's output is kept.
 3. Hand both to the Inspector: `calculate_numeric_gap` runs the ETRecord's ATen program on the
