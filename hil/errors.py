@@ -17,6 +17,8 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     │   ├── PortInUse         the viewer's port on 127.0.0.1 is taken
     │   ├── ViewerMissing     Model Explorer is not installed and could not be installed
     │   └── ViewerFailed      Model Explorer is installed but did not start or convert
+    ├── ExplainError          the first divergent operator cannot be looked for (hil.explain):
+    │                         no .pte, a damaged one, a re-export that is another program
     ├── TargetError
     │   ├── TargetUnavailable  the target cannot exist here (missing tool): skip, with the fix
     │   ├── InfrastructureError  lost link, hung emulator, dead board: not the model's fault
@@ -202,6 +204,11 @@ class ReportError(HilError):
 
 class ExploreError(HilError):
     """`hil explore` cannot show a model: a bad .pte, an overlay file that does not fit it."""
+
+
+class ExplainError(HilError):
+    """The first divergent operator cannot be looked for: the artifact's .pte is missing or
+    damaged, or the program cannot be re-exported or run with its intermediates kept."""
 
 
 class ArtifactMissing(ExploreError):

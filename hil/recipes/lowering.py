@@ -6,7 +6,10 @@ compile machinery until something is actually exported.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
@@ -16,6 +19,21 @@ from hil.case import BuiltCase, Inputs
 from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
 
 T = TypeVar("T")
+
+# Where lower_to_pte writes an ETRecord while a `recording_etrecord` block runs (hil.explain.cpu
+# re-exports a failing case inside one); outside such a block, None: green runs pay nothing.
+_ETRECORD_PATH: ContextVar[Path | None] = ContextVar("hil_etrecord_path", default=None)
+
+
+@contextmanager
+def recording_etrecord(path: Path) -> Iterator[None]:
+    """Within the block, every lowering also writes ExecuTorch's ETRecord (the exported and
+    edge programs and the debug-handle map of the .pte) to `path`; the .pte stays the same."""
+    token = _ETRECORD_PATH.set(path)
+    try:
+        yield
+    finally:
+        _ETRECORD_PATH.reset(token)
 
 
 def exporter_step(step: str, case: str, action: Callable[[], T]) -> T:
@@ -90,8 +108,16 @@ def lower_to_pte(
     """to_edge_transform_and_lower + to_executorch, returning the serialized program."""
     from executorch.exir import to_edge_transform_and_lower
 
+    etrecord = _ETRECORD_PATH.get()
+
     def run() -> bytes:
-        edge = to_edge_transform_and_lower(program, partitioner=list(partitioners), **edge_options)
-        return bytes(edge.to_executorch().buffer)
+        edge = to_edge_transform_and_lower(
+            program, partitioner=list(partitioners), generate_etrecord=etrecord is not None,
+            **edge_options,
+        )  # fmt: skip
+        executorch = edge.to_executorch()
+        if etrecord is not None:
+            executorch.get_etrecord().save(str(etrecord))
+        return bytes(executorch.buffer)
 
     return exporter_step("lowering to ExecuTorch", case, run)
