@@ -52,19 +52,27 @@ class QuantizedValues:
         return next((n for n in self.graph.nodes if n.name == name), None)
 
     def output_qparams(self, name: str) -> QuantParams | None:
-        """The quantize that turns this node's output into integers (through a fused
-        activation), or None: the node's output is not quantized on its own."""
+        found = self.quantized_output(name)
+        return found[0] if found else None
+
+    def quantized_output(self, name: str) -> tuple[QuantParams, str] | None:
+        """The quantize that turns this node's output into integers, through a fused
+        activation, and the node it quantizes (the activation's, whose value TOSA's rescale
+        produces); None: the node's output is not quantized on its own."""
         node = self.node(name)
         if node is None:
             return None
         if QUANTIZE in str(node.target):
-            return _qparams(node)
+            params = _qparams(node)
+            source = node.args[0]
+            return (params, source.name) if params and isinstance(source, torch.fx.Node) else None
         for user in node.users:
             if QUANTIZE in str(user.target):
-                return _qparams(user)
+                params = _qparams(user)
+                return (params, name) if params else None
         for user in node.users:
             if _op_name(user) in FUSED_ACTIVATIONS:
-                found = self.output_qparams(user.name)
+                found = self.quantized_output(user.name)
                 if found is not None:
                     return found
         return None
@@ -143,7 +151,8 @@ class _Recording(torch.fx.Interpreter):
 
     def run_node(self, n: torch.fx.Node) -> Any:
         value = super().run_node(n)
-        self.kept[n.name] = value
+        # a copy: an in-place activation (relu_, hardtanh_) would change the kept value
+        self.kept[n.name] = value.clone() if isinstance(value, torch.Tensor) else value
         return value
 
 

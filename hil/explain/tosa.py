@@ -9,8 +9,8 @@ learn each operator's origin, hil.explain.tosa_origins) and runs the graphs once
 What is compared, per TOSA operator (every operator keeps its address, constants included):
 * the last non-layout operator with an int8/int16 output among those that came from one node
   of the quantized model (usually the RESCALE that ends a convolution, or a TABLE, CLAMP, ...):
-  against that node's output, quantized as the model quantizes it (its quantize op, through a
-  fused activation), compared as integers;
+  against what the model's quantize op makes of that node's output (after a fused activation:
+  conv + relu6 is one rescale), compared as integers;
 * the int32 output of a CONV2D / DEPTHWISE_CONV2D from a convolution or linear layer: against
   the layer's float output, with the accumulator's scale (input scale x weight scale, per
   channel), in the steps of the layer's quantized output. This is what tells a wrong weight
@@ -19,8 +19,9 @@ What is compared, per TOSA operator (every operator keeps its address, constants
 * nothing else: constants, graph inputs (the CPU's or the caller's values), rescales into int32
   in front of an add, ... have no value in the quantized model to compare with.
 Layout: a tensor's dim order is followed from the delegate's inputs (the order the host
-program passes them in) through each TRANSPOSE; other operators keep their input's, a RESHAPE
-needs a plain order. A reference whose shape still differs (beyond unit dims) is not compared.
+program passes them in) through each TRANSPOSE and RESHAPE, and learned from shapes where only
+one of the plain or channels-last order fits (see _Layout); a reference whose shape leaves two
+choices or none (beyond unit dims) is not compared.
 
 The limit per node (NODE_MARGIN): the recipe's allowance for the final outputs (one step for
 int8, as TOSA rounds ties up and PyTorch to even) plus one step, since the quantized model's
@@ -149,13 +150,14 @@ def counterparts_of(
     values: QuantizedValues,
 ) -> dict[str, Counterpart]:
     """Each comparable tensor's counterpart (see the module docstring for the rules)."""
-    orders = _dim_orders(block, input_orders)
+    layout = _Layout(block, input_orders)
     last = _group_ends(block, found)
     counterparts: dict[str, Counterpart] = {}
     for op in block.ops:
-        if not op.outputs:
+        if not op.outputs or op.op in ("CONST", "CONST_SHAPE"):
             continue
         tensor = op.outputs[0]
+        order = layout.follow(op)
         if op.op in LAYOUT_OPS:
             source = counterparts.get(op.inputs[0]) if op.inputs else None
             if source is not None:
@@ -164,13 +166,94 @@ def counterparts_of(
                 counterparts[tensor] = source.moved(move)
             continue
         origin = found[op.index]
-        order = orders.get(tensor)
-        if origin is None or order is None:
+        if origin is None:
             continue
         kind = _kind(op, tensor, block, origin, values, last)
-        if kind is not None:
+        value = values.values.get(origin)
+        if kind is None or not isinstance(value, torch.Tensor):
+            continue
+        order = layout.settle(tensor, order, tuple(value.shape))
+        if order is not None:
             counterparts[tensor] = Counterpart(origin, kind, (("permute", order),))
     return counterparts
+
+
+class _Layout:
+    """Each tensor's dim order against the logical (PyTorch) order, followed from the
+    delegate's inputs through the graph and learned from shapes where they leave one choice.
+
+    TRANSPOSE permutes its input's order; a RESHAPE of a plainly ordered tensor is plain,
+    unless it only moves unit dims (the lowering's transpose of a one-channel image): then the
+    order is unknown until shapes tell; every other operator keeps its data input's order."""
+
+    def __init__(self, block: TosaBlock, input_orders: Mapping[str, tuple[int, ...]]) -> None:
+        self.block = block
+        self.orders: dict[str, tuple[int, ...] | None] = {
+            t: tuple(input_orders.get(t, range(len(block.shapes.get(t, ()))))) for t in block.inputs
+        }  # fmt: skip
+
+    def follow(self, op: TosaOp) -> tuple[int, ...] | None:
+        tensor = op.outputs[0]
+        shape = self.block.shapes.get(tensor, ())
+        data = [t for t in op.inputs if t in self.orders]
+        given = self.orders[data[0]] if data else None
+        order: tuple[int, ...] | None
+        if op.op == "TRANSPOSE":
+            order = tuple(given[p] for p in op.perms) if given and op.perms else None
+        elif op.op == "RESHAPE":
+            source = self.block.shapes.get(data[0], ()) if data else ()
+            plain = given == tuple(range(len(given or ())))
+            order = tuple(range(len(shape))) if plain and not _moves_unit_dims(source, shape) \
+                else None
+        else:
+            order = self._inherited(data, len(shape))
+        self.orders[tensor] = order
+        return order
+
+    def _inherited(self, data: list[str], rank: int) -> tuple[int, ...] | None:
+        """The first data input's order of the output's rank; unknown if that is unknown."""
+        for t in data:
+            if len(self.block.shapes.get(t, ())) == rank:
+                return self.orders[t]
+        return tuple(range(rank))
+
+    def settle(
+        self, tensor: str, order: tuple[int, ...] | None, logical: tuple[int, ...]
+    ) -> tuple[int, ...] | None:
+        """The order to compare `tensor` in: the followed one if the shapes agree, else the one
+        plain or channels-last order that does (learned for the operators after it)."""
+        shape = self.block.shapes.get(tensor, ())
+        if order is not None and _fits(logical, order, shape):
+            return order
+        fitting = [o for o in _usual_orders(len(logical)) if _fits(logical, o, shape)]
+        if order is None and len(fitting) != 1:
+            return None  # no layout, or two that the shapes cannot tell apart
+        if not fitting:
+            # only unit dims differ (a linear layer's 1x1 CONV2D): the element order is the same
+            return tuple(range(len(logical))) if _moves_unit_dims_any(logical, shape) else None
+        self.orders[tensor] = fitting[0]
+        return fitting[0]
+
+
+def _moves_unit_dims(source: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """A reshape that keeps the rank and the non-unit dims, moving only dims of size 1."""
+    def big(dims: tuple[int, ...]) -> list[int]:
+        return [d for d in dims if d != 1]
+
+    return len(source) == len(shape) and source != shape and big(source) == big(shape)
+
+
+def _moves_unit_dims_any(logical: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    return [d for d in logical if d != 1] == [d for d in shape if d != 1]
+
+
+def _usual_orders(rank: int) -> list[tuple[int, ...]]:
+    plain = tuple(range(rank))
+    return [plain, (0, *range(2, rank), 1)] if rank >= 3 else [plain]
+
+
+def _fits(logical: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    return len(order) == len(logical) and tuple(logical[i] for i in order) == shape
 
 
 def _group_ends(block: TosaBlock, found: Sequence[str | None]) -> dict[str, int]:
@@ -198,31 +281,6 @@ def _kind(
     return None
 
 
-def _dim_orders(
-    block: TosaBlock, input_orders: Mapping[str, tuple[int, ...]]
-) -> dict[str, tuple[int, ...]]:
-    """Each tensor's dim order against the logical (PyTorch) order, where it can be followed."""
-    orders: dict[str, tuple[int, ...]] = {}
-    for tensor in block.inputs:
-        rank = len(block.shapes.get(tensor, ()))
-        orders[tensor] = tuple(input_orders.get(tensor, range(rank)))
-    for op in block.ops:
-        if not op.outputs or op.op in ("CONST", "CONST_SHAPE"):
-            continue
-        tensor = op.outputs[0]
-        rank = len(block.shapes.get(tensor, ()))
-        known = [orders[t] for t in op.inputs if t in orders]
-        if op.op == "TRANSPOSE" and known and op.perms is not None:
-            orders[tensor] = tuple(known[0][p] for p in op.perms)
-        elif op.op == "RESHAPE":
-            if known and known[0] == tuple(range(len(known[0]))):
-                orders[tensor] = tuple(range(rank))
-        else:
-            same = [o for o in known if len(o) == rank]
-            orders[tensor] = same[0] if same else tuple(range(rank))
-    return orders
-
-
 def _node_error(
     run: DelegateRun, op: TosaOp, tensor: str, counterpart: Counterpart,
     values: QuantizedValues, limit: float,
@@ -233,7 +291,11 @@ def _node_error(
         return None
     actual = np.asarray(run.values[tensor]).astype(np.float64)
     if counterpart.kind == "quantized":
-        expected = quantize(value, params).to(torch.float64)
+        found = values.quantized_output(counterpart.node)
+        quantized = values.values.get(found[1]) if found else None
+        if not isinstance(quantized, torch.Tensor):
+            return None
+        expected = quantize(quantized, params).to(torch.float64)
     else:
         scale = values.accumulator_scale(counterpart.node)
         assert scale is not None
