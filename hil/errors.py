@@ -12,6 +12,8 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     │                         model's failure; the lab's problem, like infrastructure)
     ├── CacheError            the artifact store could not be read or written
     ├── ReportError           a results folder or report is unreadable or fails its schema
+    ├── ExplainError          the first-divergent-operator explainer cannot work on an
+    │                         artifact (missing or damaged side files, no delegates)
     ├── ExploreError          `hil explore` cannot show a model (hil.explore)
     │   ├── ArtifactMissing   the case was never exported (and --no-export refuses to)
     │   ├── PortInUse         the viewer's port on 127.0.0.1 is taken
@@ -200,6 +202,11 @@ class BudgetExceeded(CheckFailed):
 
 class ReportError(HilError):
     """A results folder or report file cannot be read, is malformed, or fails its schema."""
+
+
+class ExplainError(HilError):
+    """The first-divergent-operator explainer (hil.explain) cannot work on an artifact: a side
+    file it needs is missing or damaged, or the artifact has nothing it can explain."""
 
 
 class ExploreError(HilError):
