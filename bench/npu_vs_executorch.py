@@ -1,6 +1,6 @@
 """ExecuTorch's own Arm operator tests, by their harness and through hil.check: verdicts and time.
 
-    .venv/bin/python bench/npu_vs_executorch.py                          # 16 op files, tosa_INT, u85-ref
+    .venv/bin/python bench/npu_vs_executorch.py                 # 16 op files, tosa_INT, u85-ref
     .venv/bin/python bench/npu_vs_executorch.py --files test_add test_conv2d --target u55-ref
 
 Their tests (backends/arm/test/ops in the executorch wheel) quantize each operator, lower it to

@@ -193,6 +193,6 @@ def case_from_module(
 ) -> Case:
     """A Case around an already-built module and its call: a tensor, or a sequence of the
     model's arguments (tensors, tuples and lists of them, constant ints and floats)."""
-    call = inputs if isinstance(inputs, torch.Tensor) else tuple(inputs)
+    call = tuple(inputs) if isinstance(inputs, (tuple, list)) else inputs
     flatten_call(call)  # bad input is refused here, where the caller passed it
     return Case(name=name, model=lambda: module, inputs=lambda: call, **options)

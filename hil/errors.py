@@ -205,17 +205,13 @@ class ReportError(HilError):
 
 
 class ExplainError(HilError):
-    """The first-divergent-operator explainer (hil.explain) cannot work on an artifact: a side
-    file it needs is missing or damaged, or the artifact has nothing it can explain."""
+    """The first-divergent-operator explainer (hil.explain) cannot work on an artifact: its
+    .pte or a side file it needs is missing or damaged, the program cannot be re-exported or
+    run with its intermediates kept, or it has nothing to explain."""
 
 
 class ExploreError(HilError):
     """`hil explore` cannot show a model: a bad .pte, an overlay file that does not fit it."""
-
-
-class ExplainError(HilError):
-    """The first divergent operator cannot be looked for: the artifact's .pte is missing or
-    damaged, or the program cannot be re-exported or run with its intermediates kept."""
 
 
 class ArtifactMissing(ExploreError):

@@ -53,6 +53,7 @@ def activate(config: pytest.Config) -> HilState:
         cache_dir=options.cache_dir,
         results_dir=options.results_dir,
         progress=lambda message: _say(config, message),
+        explain=options.explain,
     )
     if options.cache_dir is not None:
         _export_cache_dir(config, options.cache_dir)

@@ -33,6 +33,11 @@ def add_options(parser: pytest.Parser) -> None:
         "--hil-large", action="store_true", help="also run cases tagged 'large' (big models)"
     )
     group.addoption(
+        "--hil-explain", action="store_true",
+        help="find the first divergent operator of every check, passing ones too (a failed "
+        "output check always gets it); per-node errors go where `hil explore` reads them",
+    )
+    group.addoption(
         "--hil-cache-dir", type=Path, help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)"
     )
     group.addoption(
@@ -93,12 +98,14 @@ class HilOptions:
     cache_dir: Path | None
     results_dir: Path | None
     device_dirs: tuple[Path, ...]
+    explain: bool = False
 
 
 # What each option is when not given: an option given otherwise means hil is in use.
 DEFAULTS = {"hil_targets": None, "hil_require": False, "hil_full": False, "hil_large": False,
-            "hil_cache_dir": None, "hil_results_dir": None, "hil_devices": None,
-            "hil_report": None, "hil_baseline": None, "hil_retries": 0, "hil_quarantine": None}
+            "hil_explain": False, "hil_cache_dir": None, "hil_results_dir": None,
+            "hil_devices": None, "hil_report": None, "hil_baseline": None, "hil_retries": 0,
+            "hil_quarantine": None}
 
 
 def hil_options_given(config: pytest.Config) -> bool:
@@ -122,4 +129,5 @@ def read_options(config: pytest.Config) -> HilOptions:
         cache_dir=config.getoption("hil_cache_dir"),
         results_dir=config.getoption("hil_results_dir"),
         device_dirs=tuple(config.getoption("hil_devices") or ()),
+        explain=bool(config.getoption("hil_explain")),
     )

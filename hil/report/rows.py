@@ -36,6 +36,8 @@ _COPIED = (
     "partition",
     "partition_problems",
     "quantized_agreement",
+    "first_divergent",
+    "explore",
 )
 
 

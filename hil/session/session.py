@@ -10,6 +10,7 @@ the model never are.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from pathlib import Path
 from hil.arrays import Array, save_check_arrays
 from hil.artifacts.store import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
-from hil.devices import DeviceRegistry, default_device_dirs
+from hil.devices import DeviceRegistry, DeviceSpec, default_device_dirs
 from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
 from hil.progress import Progress
 from hil.recipes import Recipe, make_recipe
@@ -48,6 +49,7 @@ class Session:
         results_dir: Path | None = None,
         progress: Progress | None = None,
         retries: int = 0,
+        explain: bool = False,
     ) -> None:
         self._devices = devices
         self.results_dir = results_dir or default_results_dir()
@@ -55,6 +57,7 @@ class Session:
         self.targets = TargetPool(lambda: self.devices, self.progress)
         self.references = References(ArtifactCache(cache_dir or default_cache_dir()), self.progress)
         self.retries = retries  # infrastructure failures retried per check
+        self.explain = explain  # find the first divergent operator on passing checks too
         self.last_attempts: Attempts | None = None  # every attempt of the latest check
 
     # -- the parts: one-line doors for scripts and fixtures ----------------------------------
@@ -169,7 +172,27 @@ class Session:
             device_kernels=device.runs_device_kernels,
             not_the_model=run.not_the_model,
         )
-        return judge(built, spec, recipe_obj, artifact, reference, seen, arrays)
+        result = judge(built, spec, recipe_obj, artifact, reference, seen, arrays)
+        if self.explain or not result.outputs_ok:
+            result = self._explained(result, built, artifact, recipe_obj, spec, name)
+        return result
+
+    def _explained(self, result: CheckResult, built: BuiltCase, artifact: Artifact,
+                   recipe: Recipe, spec: DeviceSpec, name: str) -> CheckResult:
+        """The result with its first divergent operator, whose per-node errors are written
+        where `hil explore` looks for them (<results>/node-errors/<case>--<target>--<recipe>)."""
+        from hil.explain.dispatch import explain_check
+
+        self.progress(f"{built.case.name} on {spec.name}: looking for the first divergent "
+                      "operator")
+        divergence, why = explain_check(built, artifact, recipe, spec,
+                                        self.results_dir / "explain" / name,
+                                        self.cache.root / "shared")  # fmt: skip
+        if divergence is not None:
+            path = self.results_dir / "node-errors" / f"{name}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(divergence.to_node_errors(artifact.sha256), indent=2))
+        return replace(result, divergence=divergence, explained=why)
 
     def close(self) -> None:
         self.targets.close()

@@ -31,6 +31,7 @@ from hil.errors import (
     PartitionMismatch,
     QuantizationLoss,
 )
+from hil.explain import Divergence
 from hil.verdict.budgets import Budget, LatencyStats
 from hil.verdict.checks import Check, Question, Status, json_number
 
@@ -82,6 +83,10 @@ class CheckResult:
     log: str = ""
     target_info: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     partition: Mapping[str, Any] | None = None
+    # where the outputs first left the reference (hil.explain), on a failed target check or
+    # on request; `explained` says why there is none when one was asked for
+    divergence: Divergence | None = None
+    explained: str = ""
 
     # -- reading the checks ------------------------------------------------------------------
 
@@ -128,12 +133,24 @@ class CheckResult:
                 lines.append(f"  {check.describe()}")
                 if check.basis:
                     lines.append(f"    limits: {check.basis}")
+            if question is Question.TARGET and (self.divergence or self.explained):
+                lines.append(f"  {self.first_divergent()}")
             if question in (Question.TARGET, Question.QUANTIZATION):
                 lines.append(
                     f"  full arrays (inputs, eager, quantized model, target): {self.arrays_path}"
                 )
+                lines.append(f"  see it: {self.explore_command()}")
             return "\n".join(lines)
         return None
+
+    def first_divergent(self) -> str:
+        """Where the outputs first left the reference, or why that is not known ("" when it
+        was not asked)."""
+        return self.divergence.message() if self.divergence else self.explained
+
+    def explore_command(self) -> str:
+        """The `hil explore` line that opens this result's artifact in Model Explorer."""
+        return f"hil explore {self.case} --target {self.target} --recipe {self.recipe}"
 
     def not_judged_message(self) -> str | None:
         if not self.unjudged:
@@ -194,6 +211,8 @@ class CheckResult:
                 c.cause for c in self.of(Question.PARTITION) if c.failed and c.cause
             ],
             "margin": json_number(self.margin()),
+            "first_divergent": self.first_divergent(),
+            "explore": self.explore_command(),
         })
         return record
 

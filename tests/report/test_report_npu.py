@@ -40,6 +40,9 @@ def test_npu_counters_and_estimated_latency_reach_the_report(
             page, "[...document.querySelectorAll('figcaption')].map(f => f.textContent)"
         )
         assert "u85-ref: latency vs budget (estimated (Vela))" in captions
+        partition = browser.evaluate(  # the partition view, without the explore server
+            page, f"document.querySelector('tr[data-partition=\"{row['key']}\"]').innerText"
+        )
         counters = browser.evaluate(
             page,
             """(() => { const t = document.querySelector('table.counters[data-target="u85-ref"]');
@@ -48,6 +51,9 @@ def test_npu_counters_and_estimated_latency_reach_the_report(
                 return Object.fromEntries(names.map((n, i) => [n, cells[i]])); })()""",
         )
     assert counters["timing"] == "estimated (Vela)"
+    cells = partition.split("\t")
+    assert cells[:2] == ["conv_block", "u85-ref"] and cells[3] == "1" and cells[4] == "100 %"
+    assert "convolution" in cells[5] and cells[6].strip() == "none"
     assert counters["npu_cycles"] == f"{int(row['counters']['npu_cycles']):,}"
     assert counters["mac_utilization"].endswith(" %")
     assert counters["sram_bytes"].endswith(("KiB", "MiB"))

@@ -56,7 +56,7 @@ def test_another_constant_is_another_model() -> None:
     [
         (((X, Y), "1"), "argument leaf 2 is str; a model's arguments may hold tensors"),
         ((1, 2.0), "inputs hold no tensor"),
-        ("x", "inputs must be a tensor or a non-empty tuple of the model's arguments, got str"),
+        (3.5, "inputs must be a tensor or a non-empty tuple of the model's arguments, got float"),
     ],
 )
 def test_what_cannot_be_a_program_input_is_refused(call: object, message: str) -> None:

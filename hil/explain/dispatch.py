@@ -1,0 +1,47 @@
+"""Which explainer a check gets: by the program's recipe and where it ran."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hil.artifacts.store import Artifact
+from hil.case import BuiltCase
+from hil.devices import DeviceSpec
+from hil.errors import HilError
+from hil.explain import Divergence
+from hil.recipes import Recipe
+
+log = logging.getLogger("hil.explain")
+
+CPU_RECIPES = ("portable", "xnnpack-fp32", "xnnpack-int8")
+NOTHING_PAIRED = ("first divergent operator: no intermediate output of the program could be "
+                  "paired with the reference's")
+
+
+def explain_check(
+    built: BuiltCase, artifact: Artifact, recipe: Recipe, spec: DeviceSpec, workdir: Path,
+    shared_dir: Path,
+) -> tuple[Divergence | None, str]:
+    """The divergence, or None and why there is none. Never raises: the verdict it explains
+    stands whatever happens here. `shared_dir`: the cache's shared folder (quantized models)."""
+    target_kind = spec.kind
+    try:
+        if recipe.name == "ethos-u" and target_kind == "ethos_u_ref":
+            from hil.explain.tosa import explain_delegates
+
+            found = explain_delegates(built, artifact, workdir, store=shared_dir / "quantized")
+            return found, "" if found else NOTHING_PAIRED
+        if recipe.name in CPU_RECIPES:
+            from hil.explain.cpu import explain_program
+
+            target = "host" if target_kind == "host" else spec.name
+            found = explain_program(built, artifact, recipe, workdir, target=target)
+            return found, "" if found else NOTHING_PAIRED
+    except HilError as e:
+        return None, f"first divergent operator not found: {e.message}"
+    except Exception as e:  # a bug in an explainer must not cost the verdict it explains
+        log.exception("explaining %s failed", built.case.name)
+        return None, f"first divergent operator not found: {type(e).__name__}: {e}"
+    return None, (f"first divergent operator: not available for the {recipe.name} recipe "
+                  f"on {target_kind} targets")  # fmt: skip
