@@ -2,9 +2,11 @@
 explainer's per-node limit (hil.explain.tosa.NODE_MARGIN).
 
 For every suite case that passes on u85-ref / u55-ref, runs hil.explain.tosa.explain_delegates
-and prints, per case: tensors compared, the largest error in steps, how many tensors are a step
-or more off, and how many are over the limit (a healthy case must have none), plus the time the
-explainer took against the check's.
+and prints, per case: tensors compared, the largest error in steps of each operator on the
+reference's inputs (what the explainer judges), how many are a step or more off and how many
+over the limit (a healthy case must have none), the largest error of the chained run (each
+operator on the delegate's own upstream values: rounding drift, for comparison), plus the time
+the explainer took against the check's.
 
 Usage: .venv/bin/python bench/explain_tosa_margins.py [CACHE_DIR] [--operators]
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import hil
 from hil.devices import DeviceRegistry
-from hil.explain.tosa import explain_delegates
+from hil.explain.tosa import isolated_and_chained
 from hil.session import Session
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,7 +45,7 @@ def main() -> None:
     cache = Path(args[0]) if args else Path(tempfile.gettempdir()) / "hil-explain-bench"
     devices = DeviceRegistry.from_dirs([REPO / "devices"])
     print(f"{'case':28} {'target':8} {'nodes':>5} {'max':>6} {'>=1':>4} {'over':>4} "
-          f"{'check s':>8} {'explain s':>9}")  # fmt: skip
+          f"{'chained':>7} {'c.over':>6} {'check s':>8} {'explain s':>9}")  # fmt: skip
     with Session(devices=devices, cache_dir=cache) as session:
         for case in cases("--operators" in sys.argv):
             for target in TARGETS:
@@ -61,7 +63,7 @@ def main() -> None:
                     continue
                 start = time.perf_counter()
                 try:
-                    divergence = explain_delegates(
+                    divergence, chained = isolated_and_chained(
                         session.built(case), result.artifact, cache / "explain" / case.name,
                         store=cache / "shared" / "quantized",
                     )  # fmt: skip
@@ -71,9 +73,12 @@ def main() -> None:
                 took = time.perf_counter() - start
                 nodes = divergence.nodes if divergence else ()
                 steps = [n.max_abs_steps or 0.0 for n in nodes]
+                drift = chained.nodes if chained else ()
                 print(f"{case.name:28} {target:8} {len(nodes):5} {max(steps, default=0):6.2f} "
                       f"{sum(s >= 1 for s in steps):4} {sum(n.over for n in nodes):4} "
-                      f"{checked:8.1f} {took:9.1f}", flush=True)  # fmt: skip
+                      f"{max((n.max_abs_steps or 0.0 for n in drift), default=0):7.2f} "
+                      f"{sum(n.over for n in drift):6} {checked:8.1f} {took:9.1f}",
+                      flush=True)  # fmt: skip
                 for node in nodes:
                     if node.over:
                         print(f"    over: {node.describe()}")

@@ -64,7 +64,7 @@ class DelegateRun:
     input_orders: tuple[tuple[int, ...], ...] = ()  # dim order of each input as passed
 
 
-def _load(path: Path) -> Any:
+def load_graph(path: Path) -> Any:
     """The serializer's editable graph of a TOSA file (the serializer reads files only)."""
     import tosa_serializer as ts  # type: ignore[import-untyped]
 
@@ -80,7 +80,7 @@ def _load(path: Path) -> Any:
 
 def read_block(path: Path) -> TosaBlock:
     """The main block of `path` (region 0, block 0: what ExecuTorch's Arm backend writes)."""
-    block = _load(path).regions[0].basicBlocks[0]
+    block = load_graph(path).regions[0].basicBlocks[0]
     ops = []
     for i, op in enumerate(block.operators):
         name = op.op.name
@@ -104,7 +104,7 @@ def read_block(path: Path) -> TosaBlock:
 
 def expose_all(path: Path) -> bytes:
     """The graph of `path` with every operator's output also a block output (original first)."""
-    serializer = _load(path)
+    serializer = load_graph(path)
     block = serializer.regions[0].basicBlocks[0]
     listed = set(block.outputs)
     for op in block.operators:

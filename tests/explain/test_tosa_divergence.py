@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch import nn
-from tosa_faults import negate_weights, plant, scale_rescale_multiplier
+from tosa_faults import negate_weights, plant, scale_conv_rescale, scale_rescale_multiplier
 
 import hil
 from hil.artifacts.store import Artifact, ArtifactCache
@@ -22,7 +22,7 @@ from hil.case import BuiltCase
 from hil.devices import DeviceRegistry
 from hil.errors import ExplainError, OutputMismatch
 from hil.explain import Divergence
-from hil.explain.tosa import explain_delegates
+from hil.explain.tosa import explain_delegates, isolated_and_chained
 from hil.recipes import make_recipe
 from hil.session import Session
 
@@ -52,6 +52,32 @@ class ConvLrnConv(nn.Module):
         return self.head(self.norm(torch.relu(self.stem(x))))
 
 
+class DeepStack(nn.Module):
+    """A MobileNetV2-like stack: 14 convolutions (expand, depthwise, project), three residual
+    adds, pooling and a linear head, deep enough for rounding to drift along the chain."""
+
+    def __init__(self) -> None:
+        from suites.models.mobilenet_v2 import InvertedResidual, conv_bn
+
+        super().__init__()
+        self.features = nn.Sequential(
+            conv_bn(3, 16, 3), InvertedResidual(16, 16, 1, 2), InvertedResidual(16, 24, 2, 2),
+            InvertedResidual(24, 24, 1, 2), InvertedResidual(24, 24, 1, 2), conv_bn(24, 32, 1),
+        )  # fmt: skip
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).mean((2, 3)))
+
+
+def deep_stack() -> nn.Module:
+    from suites.models.mobilenet_v2_cases import trained_like
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return trained_like(DeepStack(), resolution=16)
+
+
 def seeded(cls: type[nn.Module]) -> nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -60,6 +86,10 @@ def seeded(cls: type[nn.Module]) -> nn.Module:
 
 def tiny_cnn() -> hil.Case:
     return hil.Case("explain_tiny_cnn", lambda: seeded(TinyCnn), hil.seeded((1, 3, 8, 8)))
+
+
+def deep_case() -> hil.Case:
+    return hil.Case("explain_deep_stack", deep_stack, hil.seeded((1, 3, 16, 16)))
 
 
 def conv_lrn_conv() -> hil.Case:
@@ -142,6 +172,31 @@ def test_a_wrong_weight_is_the_first_divergent_operator(
     assert divergence.to_node_errors(faulty.sha256)["first_divergent"] == {
         "delegate": "delegate_0", "op": index,
     }  # fmt: skip
+
+
+def test_a_deep_healthy_stack_has_no_operator_over_and_a_deep_fault_is_named(
+    session: Session, repo_devices: DeviceRegistry, tmp_path: Path
+) -> None:
+    """Each operator is judged on the reference's inputs, so the rounding that adds up along
+    a deep chain flags nothing, and a fault at the tenth convolution is still the first."""
+    result = session.check(deep_case(), TARGET)
+    result.raise_for_failures()
+    built, artifact = session.built(deep_case()), result.artifact
+    store = session.cache.root / "shared" / "quantized"
+    healthy = assert_healthy(explain_delegates(built, artifact, tmp_path / "ok", store=store))
+    operators = [n.operator for n in healthy.nodes]
+    assert operators.count("CONV2D") + operators.count("DEPTHWISE_CONV2D") == 15
+    faulty, index = faulty_copy(artifact, tmp_path / "cache", "delegate_0", scale_conv_rescale(9))
+    divergence, chained = isolated_and_chained(built, faulty, tmp_path / "bad", store=store)
+    assert divergence is not None and divergence.first is not None
+    assert dict(divergence.first.address) == {"delegate": "delegate_0", "op": index}
+    assert divergence.first.operator == "RESCALE"
+    # judged alone, the operators after it get the reference's values: none is over, while
+    # on the delegate's own values the fault reaches (some of) the rest of the network
+    assert [n.address["op"] for n in divergence.nodes if n.over] == [index]
+    assert chained is not None
+    assert next(n.address["op"] for n in chained.nodes if n.over) == index
+    assert sum(n.over for n in chained.nodes) > 1
 
 
 def test_two_delegates_around_a_cpu_fallback_keep_their_names(

@@ -39,6 +39,23 @@ def scale_rescale_multiplier(nth: int = 0, factor: float = 0.75) -> Change:
     return change
 
 
+def scale_conv_rescale(nth_conv: int, factor: float = 0.75) -> Change:
+    """The multipliers of the RESCALE that requantizes the nth convolution (CONV2D or
+    DEPTHWISE_CONV2D, counted from 0) times `factor`."""
+
+    def change(block: Any) -> int:
+        convs = [o for o in block.operators if o.op.name in ("CONV2D", "DEPTHWISE_CONV2D")]
+        accumulator = convs[nth_conv].outputs[0]
+        index, op = next((i, o) for i, o in enumerate(block.operators)
+                         if o.op.name == "RESCALE" and o.inputs[0] == accumulator)  # fmt: skip
+        tensor = block.tensors[op.inputs[1]]
+        values = np.frombuffer(bytes(tensor.data), dtype=np.int32)
+        tensor.data = list((values * factor).astype(np.int32).tobytes())
+        return index
+
+    return change
+
+
 def negate_weights(nth: int = 0, channel: int = 0) -> Change:
     """One output channel of the nth CONV2D's weights negated: a wrong weight constant."""
 
