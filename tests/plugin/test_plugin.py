@@ -344,3 +344,21 @@ def test_a_module_whose_cases_do_not_apply_is_deselected_not_skipped(
     result = project.runpytest("test_npu_only.py", "--target=host")
     result.assert_outcomes(deselected=1)  # no "got empty parameter set" skip
 
+
+
+def test_hil_explain_explains_passing_checks_into_records_and_node_error_files(
+    project: pytest.Pytester,
+) -> None:
+    """--hil-explain: every check gets its first-divergent search (none over, when healthy),
+    its record says so, and the per-node errors land where `hil explore` reads them."""
+    import json
+
+    result = project.runpytest("--target=host", "--hil-explain", "-k", "linear")
+    result.assert_outcomes(passed=1)
+    results = project.path / ".hil" / "results"
+    (record,) = [json.loads(line) for line in (results / "records.jsonl").read_text().splitlines()]
+    assert "no operator left its tolerance" in record["first_divergent"]
+    assert record["explore"] == "hil explore linear --target host --recipe portable"
+    errors = json.loads((results / "node-errors" / "linear--host--portable.json").read_text())
+    assert errors["format"] == "hil-node-errors/1" and errors["nodes"]
+    assert "first_divergent" not in errors
