@@ -99,3 +99,14 @@ def test_a_passing_check_is_explained_only_on_request(repo_devices: DeviceRegist
         result = asked.check(CASE, "host", "portable")
     assert result.passed and result.divergence is not None and result.divergence.first is None
     assert "no operator left its tolerance" in result.first_divergent()
+
+
+def test_outputs_rewritten_after_the_run_are_not_explained(repo_devices: DeviceRegistry,
+                                                           tmp_path: Path) -> None:
+    """Fault injection on the outputs (bench/mutants.py) changes nothing the program computed:
+    a search would find no operator, so none is made and the message says why."""
+    with _session(repo_devices, tmp_path) as session:
+        result = session.check(CASE, "host", "portable",
+                               rewrite_outputs=lambda outputs: [o + 1 for o in outputs])
+    assert result.verdict == "MISMATCH" and result.divergence is None
+    assert "not looked for, the outputs were rewritten" in (result.failure_message() or "")
