@@ -59,8 +59,7 @@ class Divergence:
         first = self.first
         if first is None:
             return (f"no operator left its tolerance against {self.reference} "
-                    f"({len(self.nodes)} compared): the difference is the sum of small ones, "
-                    "or lies outside the compared operators")  # fmt: skip
+                    f"({len(self.nodes)} compared)")
         return f"first divergent operator: {first.describe()}, against {self.reference}"
 
     def to_node_errors(self, pte_sha256: str) -> dict[str, Any]:

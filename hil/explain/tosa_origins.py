@@ -63,18 +63,27 @@ def debug_blocks(program: Any, options: dict[str, Any], workdir: Path) -> list[T
 
 
 def check_same_graph(name: str, artifact_block: TosaBlock, debug: TosaBlock) -> None:
-    """The debug lowering must have the artifact's operators, index by index."""
-    if len(artifact_block.ops) != len(debug.ops):
+    """The debug lowering must have the artifact's operators, index by index. The block's
+    inputs may be named differently (a delegate fed by a CPU operator names its input after
+    that operator's output, which the TOSA-only lowering does not have): they are matched by
+    position."""
+    if len(artifact_block.ops) != len(debug.ops) or len(artifact_block.inputs) != len(
+        debug.inputs
+    ):
         raise ExplainError(
-            f"delegate {name}: lowering again gave {len(debug.ops)} TOSA operators, the "
-            f"artifact has {len(artifact_block.ops)}; operator origins are unknown",
+            f"delegate {name}: lowering again gave {len(debug.ops)} TOSA operators and "
+            f"{len(debug.inputs)} inputs, the artifact has {len(artifact_block.ops)} and "
+            f"{len(artifact_block.inputs)}; operator origins are unknown",
             fix="the ExecuTorch Arm backend lowers differently than at export; re-export",
         )
+    as_ours = dict(zip(debug.inputs, artifact_block.inputs, strict=True))
     for ours, theirs in zip(artifact_block.ops, debug.ops, strict=True):
-        if (ours.op, ours.inputs, ours.outputs) != (theirs.op, theirs.inputs, theirs.outputs):
+        renamed = tuple(as_ours.get(t, t) for t in theirs.inputs)
+        if (ours.op, ours.inputs, ours.outputs) != (theirs.op, renamed, theirs.outputs):
             raise ExplainError(
-                f"delegate {name}: operator {ours.index} is {ours.op} -> {ours.outputs} in "
-                f"the artifact but {theirs.op} -> {theirs.outputs} when lowered again",
+                f"delegate {name}: operator {ours.index} is {ours.op} {ours.inputs} -> "
+                f"{ours.outputs} in the artifact but {theirs.op} {renamed} -> {theirs.outputs} "
+                "when lowered again",
                 fix="the ExecuTorch Arm backend lowers differently than at export; re-export",
             )
 

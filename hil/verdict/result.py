@@ -134,7 +134,10 @@ class CheckResult:
                 if check.basis:
                     lines.append(f"    limits: {check.basis}")
             if question is Question.TARGET and (self.divergence or self.explained):
-                lines.append(f"  {self.first_divergent()}")
+                unplaced = self.divergence is not None and self.divergence.first is None
+                lines.append(f"  {self.first_divergent()}" + (
+                    ": the outputs' difference is the sum of small ones, or lies outside the "
+                    "compared operators" if unplaced else ""))
             if question in (Question.TARGET, Question.QUANTIZATION):
                 lines.append(
                     f"  full arrays (inputs, eager, quantized model, target): {self.arrays_path}"
