@@ -153,19 +153,32 @@ def main() -> int:
     )
     cases = max(len(ran_theirs & ran_ours), 1)
 
-    def per_case(run: Run, start: float) -> float:
-        return max(run.seconds - start, 0.0) / cases
+    def per_case(run: Run, start: float) -> float | None:
+        """Seconds per case beyond start-up; None when the run was within start-up's noise
+        (a warm run can take less than the start-up run measured apart)."""
+        beyond = run.seconds - start
+        return beyond / cases if beyond > 0.05 * start else None
+
+    def shown(value: float | None, digits: int = 2) -> str:
+        return f"{value:.{digits}f} s" if value is not None else "within start-up noise"
+
+    def ratio(theirs: float | None, ours: float | None) -> str:
+        if theirs is None or ours is None:
+            return "not measurable (a run within start-up noise)"
+        return f"{theirs / ours:.2f}"
 
     t_et, t_fast = per_case(et, startup["theirs"]), per_case(et_fast, startup["theirs"])
     t_cold, t_warm = per_case(cold, startup["hil"]), per_case(warm, startup["hil"])
     print(f"start-up: their harness {startup['theirs']:.1f} s, hil {startup['hil']:.1f} s")
     print(
-        f"per case (start-up excluded): ExecuTorch {t_et:.2f} s ({t_fast:.2f} s with hil's "
-        f"export speed-up), hil cold {t_cold:.2f} s, warm {t_warm:.3f} s"
+        f"per case (start-up excluded): ExecuTorch {shown(t_et)} ({shown(t_fast)} with hil's "
+        f"export speed-up), hil cold {shown(t_cold)}, warm {shown(t_warm, 3)}"
     )
     print(
-        f"ExecuTorch / hil: cold {t_et / t_cold:.2f} ({t_fast / t_cold:.2f} against the sped-up "
-        f"harness), warm {t_et / max(t_warm, 1e-9):.1f}"
+        f"ExecuTorch / hil per case: cold {ratio(t_et, t_cold)} ({ratio(t_fast, t_cold)} against "
+        f"the sped-up harness), warm {ratio(t_et, t_warm)}; whole runs, start-up included: "
+        f"cold {et.seconds / cold.seconds:.2f} ({et_fast.seconds / cold.seconds:.2f}), warm "
+        f"{et.seconds / warm.seconds:.1f}"
     )
     agree = differ = 0
     for case in sorted(ran_theirs & ran_ours):
