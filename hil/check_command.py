@@ -130,7 +130,7 @@ def build_module(factory: Any, reference: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from hil.case import case_from_module
+    from hil.case import case_from_module, seeded
     from hil.devices import DeviceRegistry, default_device_dirs
     from hil.plugin.records import error_record
     from hil.plugin.state import Variant
@@ -139,9 +139,7 @@ def run(args: argparse.Namespace) -> int:
 
     shapes = [parse_shape(s) for s in args.input_shape]
     model = build_module(load_factory(args.model), args.model)
-    generator = torch.Generator().manual_seed(args.seed)
-    dtype = getattr(torch, args.dtype)
-    inputs = tuple(torch.randn(s, generator=generator).to(dtype) for s in shapes)
+    inputs = seeded(*shapes, seed=args.seed, dtype=getattr(torch, args.dtype))()
     name = args.name or args.model.rpartition(":")[2]
     case = case_from_module(name, model, inputs)
     dirs = [Path(d) for d in args.devices] if args.devices else default_device_dirs()

@@ -10,11 +10,11 @@ from hil.case import BuiltCase
 from hil.devices import DeviceSpec
 from hil.errors import HilError
 from hil.explain import Divergence
+from hil.explain.cpu import CPU_RECIPES, explain_program
 from hil.recipes import Recipe
 
 log = logging.getLogger("hil.explain")
 
-CPU_RECIPES = ("portable", "xnnpack-fp32", "xnnpack-int8")
 NOTHING_PAIRED = ("first divergent operator: no intermediate output of the program could be "
                   "paired with the reference's")
 
@@ -33,8 +33,6 @@ def explain_check(
             found = explain_delegates(built, artifact, workdir, store=shared_dir / "quantized")
             return found, "" if found else NOTHING_PAIRED
         if recipe.name in CPU_RECIPES:
-            from hil.explain.cpu import explain_program
-
             target = "host" if target_kind == "host" else spec.name
             found = explain_program(built, artifact, recipe, workdir, target=target)
             return found, "" if found else NOTHING_PAIRED
