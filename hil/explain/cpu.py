@@ -55,7 +55,7 @@ from hil.explain import etdump as devtools
 from hil.explain.etdump import Pair
 from hil.explore.program import Instruction, Program
 from hil.recipes.base import Recipe
-from hil.verdict.tolerances import DEFAULT_ALLOWANCE, SENSITIVITY_SHARE
+from hil.verdict.tolerances import DEFAULT_ALLOWANCE, step_limits
 
 # A float node's limit: NODE_ATOL + NODE_RTOL x the node's peak |reference|, the fp32 target
 # check's own limit (hil.verdict.tolerances). Measured 2026-12 on an AVX-512 host, every node
@@ -135,14 +135,13 @@ Judge = Callable[[Pair], Limit]
 
 def _judge_for(recipe: Recipe, artifact: Artifact, graph: torch.fx.GraphModule) -> Judge:
     """Float programs: NODE_ATOL + NODE_RTOL x peak. Quantized programs, in the step of the
-    node's quantized tensor: the backend's allowance plus its share of the model's measured
-    rounding sensitivity (the target check's limit; per-node sensitivity is not measured, so
-    each node gets the largest of the outputs')."""
+    node's quantized tensor: the target check's step limit (per-node sensitivity is not
+    measured, so each node gets the one of the most sensitive output)."""
     if not recipe.quantized:
         return _float_limit
     allowance = recipe.step_allowance or DEFAULT_ALLOWANCE
-    moved = max((s.max_steps for s in artifact.sensitivity if s is not None), default=0.0)
-    steps = allowance.steps + SENSITIVITY_SHARE * moved
+    measured = [s for s in artifact.sensitivity if s is not None]
+    steps, _ = step_limits(allowance, max(measured, key=lambda s: s.max_steps, default=None))
 
     def judge(pair: Pair) -> Limit:
         step = _step_of(graph, pair.handles[-1])

@@ -45,17 +45,17 @@ class Session:
         self,
         *,
         devices: DeviceRegistry | None = None,
-        cache_dir: Path | None = None,
-        results_dir: Path | None = None,
+        cache_dir: str | Path | None = None,
+        results_dir: str | Path | None = None,
         progress: Progress | None = None,
         retries: int = 0,
         explain: bool = False,
     ) -> None:
         self._devices = devices
-        self.results_dir = results_dir or default_results_dir()
+        self.results_dir = Path(results_dir) if results_dir else default_results_dir()
         self.progress: Progress = progress or (lambda message: log.info("%s", message))
         self.targets = TargetPool(lambda: self.devices, self.progress)
-        self.references = References(ArtifactCache(cache_dir or default_cache_dir()), self.progress)
+        self.references = References(ArtifactCache(Path(cache_dir) if cache_dir else default_cache_dir()), self.progress)
         self.retries = retries  # infrastructure failures retried per check
         self.explain = explain  # find the first divergent operator on passing checks too
         self.last_attempts: Attempts | None = None  # every attempt of the latest check

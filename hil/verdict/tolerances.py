@@ -5,9 +5,10 @@ Two questions, two kinds of limit (ARCHITECTURE.md, "The verdict"):
 * Is the target right? A float program is held to eager PyTorch tightly (fp32: 1e-5 + 1e-4 x
   the output's peak, SQNR >= 60 dB; fp16: 4 ulps at the peak). A quantized program is held to
   the quantized PyTorch model it was compiled from, in that output's own quantization steps:
-  the backend's allowance (how its kernels may round differently, measured on the suites) plus
-  the model's rounding sensitivity (how far its outputs move when ties break the other way,
-  measured per model at export: hil.recipes.rounding).
+  the larger of the backend's allowance (how far its kernels may round differently on one
+  operator, measured on the operator rows) and the model's rounding sensitivity (how far its
+  outputs move when ties break the other way at every layer, measured per model at export:
+  hil.recipes.rounding).
 * Is the quantization good enough? The quantized model against eager, per output: SQNR and
   cosine with defaults near healthy int8, and top-1 for classifiers.
 
@@ -40,19 +41,19 @@ A16W8_MIN_SQNR_DB = 40.0
 A16W8_MIN_COSINE = 0.9999
 MIN_TOP1 = 1.0  # every row's class, where eager's own top two are at least a step apart
 
-# How many times the model's measured rounding sensitivity a target may use on top of its
-# backend's allowance. Measured over the default suites on host, vboard, pi5-emu, u55-ref,
-# u85-ref and cortex-m55-ref under ATEN_CPU_CAPABILITY=avx512 and =default (2026-12): a correct
-# target used at most 1.0 times it (mobilenet_v2 on cortex-m55-ref, 7 steps against 1 + 6);
-# 1.5 keeps a third of the limit as margin for machines not measured.
+# How many times the model's measured rounding sensitivity a target may use. Measured over the
+# default suites on host, vboard, pi5-emu, u55-ref, u85-ref and cortex-m55-ref under
+# ATEN_CPU_CAPABILITY=avx512 and =default (2026-12): a correct target moved at most 7/6 times it
+# (mobilenet_v2 on cortex-m55-ref, 7 steps against a sensitivity of 6); 1.5 keeps a fifth of
+# the limit as margin for machines not measured.
 SENSITIVITY_SHARE = 1.5
 
 
 @dataclass(frozen=True)
 class StepAllowance:
     """How far a backend's correct kernels may be from the quantized PyTorch model on one
-    layer, in output steps, and the measured reason. Rounding that compounds over layers is
-    the model's rounding sensitivity, added on top per model."""
+    operator, in output steps, and the measured reason. Rounding that compounds over layers is
+    the model's rounding sensitivity, measured per model (`step_limits`)."""
 
     steps: float
     off_fraction: float  # share of elements that may differ by a step
@@ -138,6 +139,24 @@ def float_target(peak: float, is_fp16: bool, override: ToleranceOverride | None)
     return Tolerance(tuple(limits), _with_reason(basis, override, used))
 
 
+def step_limits(
+    allowance: StepAllowance, sensitivity: OutputSensitivity | None
+) -> tuple[float, float]:
+    """(largest difference in steps, share of elements off by a step) a correct target may
+    show: the larger of the backend's allowance and SENSITIVITY_SHARE times the model's
+    rounding sensitivity. The larger, not the sum: both describe the same rounding. The
+    allowance was measured on single operators, whose own output flip is what the sensitivity
+    of a one-operator model measures too; the sum let an element 2 steps off pass on a
+    one-operator model (bench/mutants.py), and no correct target of the suites needed it
+    (largest share of the larger used: 0.67 at avx512, 2026-12)."""
+    if sensitivity is None:
+        return allowance.steps, allowance.off_fraction
+    return (
+        max(allowance.steps, SENSITIVITY_SHARE * sensitivity.max_steps),
+        max(allowance.off_fraction, SENSITIVITY_SHARE * sensitivity.off_fraction),
+    )
+
+
 def quantized_target(
     allowance: StepAllowance,
     sensitivity: OutputSensitivity | None,
@@ -145,15 +164,13 @@ def quantized_target(
     override: ToleranceOverride | None,
 ) -> Tolerance:
     """A quantized program's output against the quantized PyTorch model, in output steps."""
-    steps, fraction = allowance.steps, allowance.off_fraction
+    steps, fraction = step_limits(allowance, sensitivity)
     basis = f"backend allowance {allowance.steps:g} step(s) ({allowance.reason})"
     if sensitivity is not None:
-        steps += SENSITIVITY_SHARE * sensitivity.max_steps
-        fraction += SENSITIVITY_SHARE * sensitivity.off_fraction
-        basis += (
-            f" + the model's rounding sensitivity {sensitivity.max_steps:g} step(s), "
-            f"{sensitivity.off_fraction:.1%} of elements (ties re-broken in "
-            f"{sensitivity.runs} seeded runs)"
+        basis = (
+            f"the larger of {SENSITIVITY_SHARE:g} x the model's rounding sensitivity "
+            f"{sensitivity.max_steps:g} step(s), {sensitivity.off_fraction:.1%} of elements "
+            f"(ties re-broken in {sensitivity.runs} seeded runs) and the {basis}"
         )
     else:
         basis += "; no rounding sensitivity measured for this output"

@@ -65,6 +65,18 @@ def test_the_models_rounding_sensitivity_widens_the_limit() -> None:
     assert "rounding sensitivity 5 step(s), 20.0% of elements" in wide.basis
 
 
+def test_allowance_and_sensitivity_are_not_summed() -> None:
+    """A one-operator model moves one step when its ties break (sensitivity 1); the backend's
+    one-step allowance is that same flip. A wrong element 2 steps off must fail (the sum,
+    1 + 1.5 x 1 = 2.5 steps, let it pass: bench/mutants.py's `few` and `wild` at 1 %)."""
+    one_operator = int8(sensitivity=(OutputSensitivity(max_steps=1.0, off_fraction=0.01, runs=8),))
+    two_steps = (QUANTIZED[0] + np.where(np.arange(64) == 9, 2 * STEP, 0).astype(np.float32),)
+    check = only(target_checks(EAGER, two_steps, one_operator, CaseRules()))
+    assert check.status is Status.FAIL and [b.metric for b in check.breaches] == ["max_steps"]
+    assert dict((limit.metric, limit.value) for limit in check.limits)["max_steps"] == 1.5
+    assert "the larger of 1.5 x the model's rounding sensitivity 1 step(s)" in check.basis
+
+
 def test_each_output_is_judged_in_its_own_steps() -> None:
     eager = (EAGER[0], EAGER[0] * 100)
     quantized = (QUANTIZED[0], np.round(eager[1] / 5.0) * 5.0)
