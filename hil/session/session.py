@@ -55,7 +55,8 @@ class Session:
         self.results_dir = Path(results_dir) if results_dir else default_results_dir()
         self.progress: Progress = progress or (lambda message: log.info("%s", message))
         self.targets = TargetPool(lambda: self.devices, self.progress)
-        self.references = References(ArtifactCache(Path(cache_dir) if cache_dir else default_cache_dir()), self.progress)
+        cache = ArtifactCache(Path(cache_dir) if cache_dir else default_cache_dir())
+        self.references = References(cache, self.progress)
         self.retries = retries  # infrastructure failures retried per check
         self.explain = explain  # find the first divergent operator on passing checks too
         self.last_attempts: Attempts | None = None  # every attempt of the latest check
