@@ -7,6 +7,7 @@ quantized model). One function, so the two keys can never drift apart in what th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,3 +34,9 @@ def key_of(built: BuiltCase, own: Mapping[str, Any], *, values: bool) -> tuple[s
     """The key and the material it digests: `own` beside the case material."""
     material = {**own, **case_material(built, values=values)}
     return digest_of(material), material
+
+
+def export_source(case_name: str, recipe_material: Mapping[str, Any]) -> str:
+    """What names an export before its case is built (the case's name and the recipe's key
+    material): a hint for planning exports ahead, never a key to read an artifact by."""
+    return json.dumps({"case": case_name, **recipe_material}, sort_keys=True, default=str)

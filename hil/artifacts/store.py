@@ -158,6 +158,29 @@ class ArtifactCache:
         self._verified[key] = artifact
         return artifact, None
 
+    def note_source(self, source: str, key: str) -> None:
+        """Remember that `source` (a case's name and a recipe's key material) last gave `key`:
+        a hint for planning exports ahead, never for reading an artifact (hil.session.prefetch)."""
+        path = self._source_file(source)
+        if path.is_file() and path.read_text() == key:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(key)
+        os.replace(temporary, path)
+
+    def probably_cached(self, source: str) -> bool:
+        """Whether `source`'s last artifact (or its remembered failure) is still here. A model
+        edited since gives another key, which a check then exports itself."""
+        try:
+            key = self._source_file(source).read_text()
+        except OSError:
+            return False
+        return self._entry(key).is_dir() or self._failure_file(key).is_file()
+
+    def _source_file(self, source: str) -> Path:
+        return self.root / "sources" / hashlib.sha256(source.encode()).hexdigest()
+
     def get_or_build(
         self,
         key: str,

@@ -171,6 +171,22 @@ class HilPlugin:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Export ahead what the collected checks need, in their order (not in an xdist
+        process: xdist already spreads the run over the cores)."""
+        if _under_xdist(self.config) or self.config.option.collectonly:
+            return
+        checks = []
+        for item in session.items:
+            callspec = getattr(item, "callspec", None)
+            variant = callspec.params.get("hil_variant") if callspec else None
+            if isinstance(variant, Variant):
+                checks.append((variant.case, variant.target, variant.recipe))
+        try:
+            self.state.session.export_ahead(checks, self.state.options.export_workers)
+        except HilError as e:  # a device file or recipe the checks themselves will report
+            _say(self.config, f"not exporting ahead: {e}")
+
     def pytest_sessionstart(self) -> None:
         folder = self.state.session.results_dir
         folder.mkdir(parents=True, exist_ok=True)
@@ -206,6 +222,10 @@ class HilPlugin:
 
     def pytest_unconfigure(self) -> None:
         self.state.session.close()
+
+
+def _under_xdist(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
 
 
 def _marker_names(metafunc: pytest.Metafunc, name: str) -> set[str] | None:

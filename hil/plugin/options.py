@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,19 +76,31 @@ def add_options(parser: pytest.Parser) -> None:
         help="YAML list of known failures (case pattern, reason, issue, expires): matching "
         "failures are reported as quarantined; an expired entry stops the run",
     )
+    group.addoption(
+        "--hil-export-workers", type=_workers, default=None, metavar="N",
+        help="export ahead in N worker processes, so a cold run uses every core (default: one "
+        "per core; 0: export each case when its check starts; not under xdist)",
+    )
     parser.addini(
         "hil_targets", "targets used when --target is not given", type="args", default=["host"]
     )
 
 
-def _retries(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise pytest.UsageError(f"--hil-retries takes a whole number >= 0, got {text!r}")
-    return value
+def _whole_number(option: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise pytest.UsageError(f"{option} takes a whole number >= 0, got {text!r}")
+        return value
+
+    return parse
+
+
+_retries = _whole_number("--hil-retries")
+_workers = _whole_number("--hil-export-workers")
 
 
 @dataclass(frozen=True)
@@ -99,13 +112,14 @@ class HilOptions:
     results_dir: Path | None
     device_dirs: tuple[Path, ...]
     explain: bool = False
+    export_workers: int | None = None  # None: one per core
 
 
 # What each option is when not given: an option given otherwise means hil is in use.
 DEFAULTS = {"hil_targets": None, "hil_require": False, "hil_full": False, "hil_large": False,
             "hil_explain": False, "hil_cache_dir": None, "hil_results_dir": None,
             "hil_devices": None, "hil_report": None, "hil_baseline": None, "hil_retries": 0,
-            "hil_quarantine": None}
+            "hil_quarantine": None, "hil_export_workers": None}
 
 
 def hil_options_given(config: pytest.Config) -> bool:
@@ -130,4 +144,5 @@ def read_options(config: pytest.Config) -> HilOptions:
         results_dir=config.getoption("hil_results_dir"),
         device_dirs=tuple(config.getoption("hil_devices") or ()),
         explain=bool(config.getoption("hil_explain")),
+        export_workers=config.getoption("hil_export_workers"),
     )

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from hil.artifacts.fingerprint import model_fingerprint
-from hil.artifacts.keys import key_of
+from hil.artifacts.keys import export_source, key_of
 from hil.artifacts.store import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import TimingPolicy
+from hil.errors import ExportError
 from hil.progress import Progress, heartbeat
 from hil.recipes import Recipe, export_speedup
 from hil.recipes.lowering import run_reference
@@ -77,9 +78,15 @@ class References:
             with heartbeat(self._progress, f"exporting {name} with {recipe.name}"):
                 return recipe.export(built, workdir)
 
-        artifact = self.cache.get_or_build(
-            key, material, build, recipe=recipe.name, numerics=recipe.numerics
-        )
+        source = export_source(name, recipe.key_material())
+        try:
+            artifact = self.cache.get_or_build(
+                key, material, build, recipe=recipe.name, numerics=recipe.numerics
+            )
+        except ExportError:
+            self.cache.note_source(source, key)  # the failure is remembered under `key`
+            raise
+        self.cache.note_source(source, key)
         if artifact.exported_now and artifact.export_seconds >= SLOW_EXPORT_S:
             self._progress(
                 f"exported {name} with {recipe.name} in {artifact.export_seconds:.1f} s"

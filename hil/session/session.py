@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hil.arrays import Array, save_check_arrays
+from hil.artifacts.keys import export_source
 from hil.artifacts.store import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import DeviceRegistry, DeviceSpec, default_device_dirs
@@ -26,6 +27,7 @@ from hil.progress import Progress
 from hil.recipes import Recipe, make_recipe
 from hil.session.paths import default_cache_dir, default_results_dir
 from hil.session.pool import TargetPool
+from hil.session.prefetch import ExportPool, default_workers, plan
 from hil.session.references import References, best_of, time_eager
 from hil.session.retries import Attempts, check_with_retries
 from hil.targets import Target
@@ -60,6 +62,7 @@ class Session:
         self.retries = retries  # infrastructure failures retried per check
         self.explain = explain  # find the first divergent operator on passing checks too
         self.last_attempts: Attempts | None = None  # every attempt of the latest check
+        self._ahead: ExportPool | None = None  # exports made ahead (export_ahead)
 
     # -- the parts: one-line doors for scripts and fixtures ----------------------------------
 
@@ -133,16 +136,54 @@ class Session:
             self.targets.mark_broken(target, e)
             raise
 
+    def _recipe(self, spec: DeviceSpec, recipe: str | None) -> Recipe:
+        recipe_spec = spec.recipe(recipe) if recipe else spec.recipes[0]
+        return make_recipe(
+            recipe_spec.name, recipe_spec.options, shared_dir=self.cache.root / "shared"
+        )
+
+    def export(self, case: Case, target: str, recipe: str | None = None) -> Artifact:
+        """The case's artifact for `target`'s recipe, from the cache or exported now; no
+        target is provisioned."""
+        recipe_obj = self._recipe(self.devices.get(target), recipe)
+        return self.references.artifact(self.references.built(case), recipe_obj)
+
+    def export_ahead(
+        self, checks: Sequence[tuple[Case, str, str | None]], workers: int | None = None
+    ) -> None:
+        """Start exporting what `checks` (in the order they will run) need, in `workers`
+        processes (default: one per core; 0 or 1 check: nothing). Call it before the first
+        check: the workers are forked from this process (hil.session.prefetch)."""
+        count = default_workers() if workers is None else workers
+        if count < 1 or self._ahead is not None:
+            return
+        exports = [
+            e for e in plan(checks, self._export_source)
+            if not self.cache.probably_cached(e.source)
+        ]  # fmt: skip
+        if len(exports) < 2:  # a warm run forks nothing
+            return
+        self._ahead = ExportPool(
+            exports,
+            lambda e: self.export(e.case, e.target, e.recipe),
+            count,
+            self.results_dir / "export-workers",
+            self.progress,
+        )
+
+    def _export_source(self, case: Case, target: str, recipe: str | None) -> str:
+        material = self._recipe(self.devices.get(target), recipe).key_material()
+        return export_source(case.name, material)
+
     def _check(
         self, case: Case, target: str, recipe: str | None, rewrite: OutputRewrite | None
     ) -> CheckResult:
         spec = self.devices.get(target)
-        recipe_spec = spec.recipe(recipe) if recipe else spec.recipes[0]
-        recipe_obj = make_recipe(
-            recipe_spec.name, recipe_spec.options, shared_dir=self.cache.root / "shared"
-        )
+        recipe_obj = self._recipe(spec, recipe)
         device = self.targets.get(target)  # first: a missing target must not cost an export
         built = self.references.built(case)
+        if self._ahead is not None:
+            self._ahead.wait_for(case, export_source(case.name, recipe_obj.key_material()))
         artifact = self.references.artifact(built, recipe_obj)
         reference = self.references.eager(built)
         deployment = device.deploy(artifact)
@@ -199,6 +240,9 @@ class Session:
         return replace(result, divergence=divergence, explained=why)
 
     def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.close()
+            self._ahead = None
         self.targets.close()
 
     def __enter__(self) -> Session:

@@ -20,6 +20,7 @@ from torch import nn
 
 import hil
 from hil.devices import TimingPolicy
+from hil.locks import file_lock
 from hil.session import default_cache_dir
 from suites.models.budgets import host_budgets
 
@@ -97,19 +98,20 @@ def weights_path() -> Path:
 
 
 def trained_model() -> DigitsCNN:
-    """The trained network, from the cache or trained now (and stored atomically)."""
+    """The trained network, from the cache or trained now (and stored atomically); under a
+    lock, so a run's export workers and its checks train it once between them."""
     path = weights_path()
-    model = DigitsCNN()
-    if path.exists():
-        model.load_state_dict(torch.load(path, weights_only=True))
-        return model.eval()
-    train_x, train_y, _, _ = dataset()
-    model = train(train_x, train_y)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
-        torch.save(model.state_dict(), f)
-    os.replace(f.name, path)
-    return model
+    with file_lock(path.with_suffix(".lock"), lambda e: e):
+        model = DigitsCNN()
+        if path.exists():
+            model.load_state_dict(torch.load(path, weights_only=True))
+            return model.eval()
+        train_x, train_y, _, _ = dataset()
+        model = train(train_x, train_y)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
+            torch.save(model.state_dict(), f)
+        os.replace(f.name, path)
+        return model
 
 
 def held_out_images() -> tuple[torch.Tensor, ...]:

@@ -362,3 +362,33 @@ def test_hil_explain_explains_passing_checks_into_records_and_node_error_files(
     errors = json.loads((results / "node-errors" / "linear--host--portable.json").read_text())
     assert errors["format"] == "hil-node-errors/1" and errors["nodes"]
     assert "first_divergent" not in errors
+
+
+def test_a_cold_run_exports_ahead_in_workers_and_keeps_its_output_in_order(
+    project: pytest.Pytester, tmp_path: Path
+) -> None:
+    cold = [f"--hil-cache-dir={tmp_path / 'cache'}", "--target=host", "--target=host2", "-v"]
+    result = project.runpytest(*cold, "--hil-export-workers=2")
+    result.assert_outcomes(passed=6)
+    # relu x 2 recipes and linear x 1: host2 shares host's .pte files
+    result.stdout.fnmatch_lines(["hil: exporting ahead: 3 artifact(s) in 2 worker process(es)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_case?relu-host-portable? PASSED*",
+            "*test_case?relu-host-xnnpack-fp32? PASSED*",
+            "*test_case?relu-host2-portable? PASSED*",
+            "*test_case?relu-host2-xnnpack-fp32? PASSED*",
+            "*test_case?linear-host-portable? PASSED*",
+            "*test_case?linear-host2-portable? PASSED*",
+        ]
+    )
+    warm = project.runpytest(*cold)
+    warm.assert_outcomes(passed=6)
+    assert "exporting ahead" not in warm.stdout.str()  # a warm run forks nothing
+    off = project.runpytest(
+        f"--hil-cache-dir={tmp_path / 'other'}", "--target=host", "--hil-export-workers=0"
+    )
+    off.assert_outcomes(passed=3)
+    assert "exporting ahead" not in off.stdout.str()
+    bad = project.runpytest("--hil-export-workers=many")
+    bad.stderr.fnmatch_lines(["*--hil-export-workers takes a whole number >= 0, got 'many'*"])

@@ -1,0 +1,52 @@
+"""Exports made ahead with the real exporter: every artifact is built once, by a worker or by
+the check that took it back, and a warm run forks nothing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from hil import Case, seeded
+from hil.devices import DeviceRegistry
+from hil.session import Session
+
+
+def linear(width: int) -> Case:
+    def build() -> nn.Module:
+        torch.manual_seed(width)
+        return nn.Sequential(nn.Linear(8, width), nn.ReLU(), nn.Linear(width, 4))
+
+    return Case(f"ahead_{width}", build, seeded((2, 8)))
+
+
+CASES = [linear(w) for w in (6, 10, 14)]
+CHECKS = [
+    (c, t, r) for c in CASES for t in ("host", "vboard") for r in ("portable", "xnnpack-int8")
+]
+
+
+def run(devices: DeviceRegistry, cache: Path, results: Path) -> list[bool]:
+    with Session(devices=devices, cache_dir=cache, results_dir=results) as session:
+        session.export_ahead(CHECKS, workers=2)
+        return [
+            session.check(case, target, recipe).artifact.exported_now
+            for case, target, recipe in CHECKS
+        ]
+
+
+def test_each_artifact_is_exported_once_and_a_warm_run_forks_nothing(
+    repo_devices: DeviceRegistry, tmp_path: Path
+) -> None:
+    exported_here = run(repo_devices, tmp_path / "cache", tmp_path / "cold")
+    logs = (tmp_path / "cold" / "export-workers").glob("export-worker-*.log")
+    pattern = re.compile(r" ahead_\d+ \[[^]]+\] exported in ")
+    by_workers = sum(len(pattern.findall(p.read_text())) for p in logs)
+    # 3 cases x 2 recipes, host and vboard sharing each .pte; a check exports only what it
+    # took back before any worker started it
+    assert sum(exported_here) + by_workers == 6
+    assert by_workers >= 1
+    assert not any(run(repo_devices, tmp_path / "cache", tmp_path / "warm"))
+    assert not (tmp_path / "warm" / "export-workers").exists()

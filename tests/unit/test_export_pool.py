@@ -1,0 +1,104 @@
+"""Exports made ahead in forked worker processes (hil.session.prefetch), with builds that only
+leave a mark, so each rule is seen on its own: order, take-back, a dead worker, sharing."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from hil import Case, seeded
+from hil.session.prefetch import Export, ExportPool, plan
+
+
+def cases(count: int) -> list[Case]:
+    return [Case(f"c{i}", lambda: torch.nn.Identity(), seeded((1, 2))) for i in range(count)]
+
+
+def exports(items: list[Case]) -> list[Export]:
+    return plan([(c, "host", "portable") for c in items], lambda c, t, r: f"{c.name}/{r}")
+
+
+def marking(folder: Path, seconds: float = 0.0) -> Callable[[Export], object]:
+    """A build that sleeps, then leaves `<case>` holding the pid that built it."""
+
+    def build(export: Export) -> None:
+        time.sleep(seconds)
+        (folder / export.case.name).write_text(str(os.getpid()))
+
+    return build
+
+
+def pool(tmp_path: Path, items: list[Export], build: Callable[[Export], object], workers: int):  # type: ignore[no-untyped-def]
+    return ExportPool(items, build, workers, tmp_path / "logs", progress=lambda line: None)
+
+
+def test_workers_build_the_plan_and_a_check_waits_for_its_own(tmp_path: Path) -> None:
+    items = exports(cases(4))
+    ahead = pool(tmp_path, items, marking(tmp_path, 0.2), workers=2)
+    try:
+        time.sleep(0.1)  # both workers have started on the first two
+        for export in items:
+            ahead.wait_for(export.case, export.source)
+            mark = tmp_path / export.case.name
+            if mark.exists():  # built by a worker, never by this process
+                assert int(mark.read_text()) != os.getpid()
+            else:  # taken back: no worker had started it, so the check builds it
+                marking(tmp_path)(export)
+    finally:
+        ahead.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("c")) == [
+        "c0", "c1", "c2", "c3"
+    ]  # fmt: skip
+    logs = sorted((tmp_path / "logs").glob("export-worker-*.log"))
+    assert [p.name for p in logs] == ["export-worker-1.log", "export-worker-2.log"]
+
+
+def test_an_export_no_worker_has_started_is_taken_back(tmp_path: Path) -> None:
+    items = exports(cases(3))
+    ahead = pool(tmp_path, items, marking(tmp_path, 1.0), workers=1)
+    try:
+        started = time.monotonic()
+        ahead.wait_for(items[-1].case, items[-1].source)
+        assert time.monotonic() - started < 0.5  # not waiting for the two before it
+        time.sleep(2.5)  # the worker has finished the other two and found nothing left
+    finally:
+        ahead.close()
+    assert not (tmp_path / "c2").exists()
+    assert (tmp_path / "c0").exists() and (tmp_path / "c1").exists()
+
+
+def test_a_worker_that_dies_leaves_its_export_to_the_check(tmp_path: Path) -> None:
+    items = exports(cases(2))
+
+    def dies(export: Export) -> None:
+        os._exit(3)  # as an out-of-memory kill would
+
+    ahead = pool(tmp_path, items, dies, workers=1)
+    try:
+        while ahead.status().startswith("0 of 2 exported, 0 running"):
+            time.sleep(0.01)  # the worker has taken the first
+        started = time.monotonic()
+        ahead.wait_for(items[0].case, items[0].source)
+        assert time.monotonic() - started < 5
+        ahead.wait_for(items[1].case, items[1].source)  # left pending: taken back at once
+    finally:
+        ahead.close()
+
+
+def test_a_case_and_recipe_material_is_exported_once_in_the_order_of_first_need() -> None:
+    first, second = cases(2)
+    checks = [
+        (second, "host", "xnnpack-fp32"),
+        (first, "host", "portable"),
+        (second, "vboard", "xnnpack-fp32"),  # the same .pte as on host: one export
+        (second, "pi5-emu", "xnnpack-fp32"),
+    ]
+    planned = plan(checks, lambda c, t, r: f"{c.name}/{r}")
+    assert [(e.case.name, e.target, e.recipe) for e in planned] == [
+        ("c1", "host", "xnnpack-fp32"),
+        ("c0", "host", "portable"),
+    ]
