@@ -89,7 +89,9 @@ def verdicts(results: Path) -> dict[Key, tuple[str, float | None]]:
     for item in run.get("items", []):
         key = (item["case"], item["target"], item["recipe"])
         verdict, margin = found.get(key, ("NO RECORD", None))
-        if item["outcome"] == "xfailed":
+        if item["outcome"] == "skipped" and key not in found:
+            verdict = "SKIPPED"  # the target was not there (run.json has the reason)
+        elif item["outcome"] == "xfailed":
             verdict = f"XFAIL ({verdict})"
         found[key] = (verdict, margin)
     return found
@@ -100,6 +102,10 @@ def main() -> int:
     parser.add_argument("--targets", nargs="+", default=list(TARGETS))
     parser.add_argument("--work", type=Path, default=ROOT / ".hil" / "bench-cpus")
     parser.add_argument("--keep", action="store_true", help="reuse earlier caches and results")
+    parser.add_argument(
+        "--reuse", nargs="*", default=[], metavar="PATH",
+        help="take these paths' verdicts from an earlier run in --work instead of running them",
+    )  # fmt: skip
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     usable = [p for p in PATHS if capability_runs(p)]
@@ -110,12 +116,15 @@ def main() -> int:
     )
     by_path: dict[str, dict[Key, tuple[str, float | None]]] = {}
     for path in usable:
-        seconds = run_suites(path, args.targets, args.work, args.keep)
+        reused = path in args.reuse
+        seconds = 0.0 if reused else run_suites(path, args.targets, args.work, args.keep)
         by_path[path] = verdicts(args.work / f"results-{path}")
         counts = Counter(v for v, _ in by_path[path].values())
         margins = [m for v, m in by_path[path].values() if v == "PASS" and m is not None]
         print(
-            f"  {path:8s} {seconds / 60:5.1f} min  "
+            f"  {path:8s} "
+            + ("(earlier run)" if reused else f"{seconds / 60:5.1f} min")
+            + "  "
             + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
             + (
                 f"; largest share of an error limit a PASS used: {max(margins):.2f}"
