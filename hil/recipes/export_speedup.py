@@ -1,17 +1,23 @@
-"""One scan of torch's C++ operator registry per decomposition pass, where torch 2.13 does ~40.
+"""Two costs torch 2.13 pays on every decomposition pass that change nothing it computes.
 
-Every `run_decompositions` (ExecuTorch's lowering calls it three times per program) collects
-the CompositeImplicitAutograd ops of every `torch.ops` namespace. torch's collector asks the
-C++ dispatcher for *all* such ops and materializes them in `torch.ops` once per namespace,
-although the answer does not depend on the namespace and nothing registers an op while the
-collector runs. That repeated scan was about a sixth of an Ethos-U export's time.
+Every `run_decompositions` (ExecuTorch's lowering calls it three times per program):
 
-`install()` wraps the collector so that, within one collection on one thread, the registry is
-scanned on the first namespace only. The collector returns what it returned before
-(tests/unit/test_export_speedup.py compares the sets; every .pte of the suites came out
-byte-identical with and without it), and a collection after a new op is registered scans
-afresh. It applies only to the torch it was measured on (the version hil pins); any other
-version is left exactly as it is.
+1. collects the CompositeImplicitAutograd ops of every `torch.ops` namespace. torch's collector
+   asks the C++ dispatcher for *all* such ops and materializes them in `torch.ops` once per
+   namespace, although the answer does not depend on the namespace and nothing registers an op
+   while the collector runs. That repeated scan was about a sixth of an Ethos-U export's time.
+   Within one collection on one thread, the registry is now scanned on the first namespace
+   only; a collection after a new op is registered scans afresh.
+2. overrides and restores each of those ~1000 ops' Python kernels through `py_impl(key)`,
+   about 6000 calls a pass. Each call builds the nested registration function anew, and with
+   it the typing annotations it carries (`Callable[_P, _T]`, evaluated at every call): 18 us a
+   call, a fifth of a cold export's time (cProfile of the host and u85-ref operator suites,
+   2026-12: 65 s of 332 s). The function `py_impl(key)` returns depends only on the operator
+   and the key, so it is now made once per (operator, key) and handed out again.
+
+The results are the ones torch computes (tests/unit/test_export_speedup.py compares them; every
+.pte of the suites came out byte-identical with and without each change). It applies only to
+the torch it was measured on (the version hil pins); any other version is left as it is.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._ops import OperatorBase
 
 PATCHED_TORCH = "2.13."
 _state = threading.local()
@@ -32,8 +39,13 @@ def applies() -> bool:
     """Whether this torch is the one the speed-up was written against."""
     from torch._export import utils
 
-    return torch.__version__.startswith(PATCHED_TORCH) and all(
-        hasattr(utils, name) for name in ("_materialize_cpp_cia_ops", "_collect_all_valid_cia_ops")
+    return (
+        torch.__version__.startswith(PATCHED_TORCH)
+        and all(
+            hasattr(utils, name)
+            for name in ("_materialize_cpp_cia_ops", "_collect_all_valid_cia_ops")
+        )
+        and callable(getattr(OperatorBase, "py_impl", None))
     )
 
 
@@ -53,6 +65,7 @@ def install() -> bool:
         for module in (utils, decomp_utils, exported_program):  # each holds its own reference
             if getattr(module, "_collect_all_valid_cia_ops", None) is not None:
                 module._collect_all_valid_cia_ops = collect  # type: ignore[attr-defined]
+        OperatorBase.py_impl = _made_once_per_key(OperatorBase.py_impl)  # type: ignore[method-assign,assignment]
         _installed = True
         return True
 
@@ -81,3 +94,22 @@ def _once_per_collection(materialize: Callable[[], None]) -> Callable[[], None]:
 
     materialize_unless_done.__wrapped__ = materialize  # type: ignore[attr-defined]
     return materialize_unless_done
+
+
+def _made_once_per_key(py_impl: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """torch's `py_impl(key)`, whose result (a registration function of the operator and the
+    key alone) is made on the first call for each (operator, key) and handed out after. The
+    table holds the operators it has seen, as torch's own registries do."""
+    made: dict[tuple[Any, Any], Any] = {}
+
+    def py_impl_made_once(self: Any, k: Any) -> Any:
+        try:
+            return made[(self, k)]
+        except KeyError:
+            register = made[(self, k)] = py_impl(self, k)
+            return register
+        except TypeError:  # a key torch takes that cannot be hashed: made each time, as before
+            return py_impl(self, k)
+
+    py_impl_made_once.__wrapped__ = py_impl  # type: ignore[attr-defined]
+    return py_impl_made_once

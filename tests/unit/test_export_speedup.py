@@ -1,4 +1,4 @@
-"""The registry-scan speed-up changes how often torch scans, never what it finds."""
+"""The export speed-ups change how often torch does work, never what it finds or registers."""
 
 from __future__ import annotations
 
@@ -56,9 +56,42 @@ def test_an_op_registered_between_collections_is_found(installed: Any) -> None:
         library._destroy()
 
 
+def test_py_impl_registers_as_torchs_own_and_is_made_once_per_operator_and_key(
+    installed: Any,
+) -> None:
+    from torch._C import DispatchKey
+    from torch._ops import OperatorBase
+
+    library = torch.library.Library("hil_speedup_test", "DEF")
+    try:
+        library.define("thrice(Tensor x) -> Tensor")
+        op = torch.ops.hil_speedup_test.thrice.default
+        register = op.py_impl(DispatchKey.CompositeImplicitAutograd)
+        assert op.py_impl(DispatchKey.CompositeImplicitAutograd) is register
+        assert op.py_impl(DispatchKey.Meta) is not register  # another key, another function
+
+        def kernel(x: torch.Tensor) -> torch.Tensor:
+            return x * 3
+
+        assert register(kernel) is kernel
+        assert op.py_kernels[DispatchKey.CompositeImplicitAutograd] is kernel
+        with pytest.raises(RuntimeError, match="Trying to override a python impl"):
+            register(kernel)  # torch's own check still runs, on the same function
+        own = OperatorBase.py_impl.__wrapped__  # type: ignore[attr-defined]
+        del op.py_kernels[DispatchKey.CompositeImplicitAutograd]
+        own(op, DispatchKey.CompositeImplicitAutograd)(kernel)
+        assert op.py_kernels[DispatchKey.CompositeImplicitAutograd] is kernel
+    finally:
+        library._destroy()
+
+
 def test_another_torch_is_left_as_shipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._ops import OperatorBase
+
     monkeypatch.setattr(export_speedup, "_installed", False)
     monkeypatch.setattr(torch, "__version__", "2.14.0")
     before = utils._materialize_cpp_cia_ops
+    py_impl = OperatorBase.py_impl
     assert export_speedup.install() is False
     assert utils._materialize_cpp_cia_ops is before
+    assert OperatorBase.py_impl is py_impl
