@@ -22,7 +22,7 @@ from hil.plugin import allure_hooks, lab_hooks, report_hooks
 from hil.plugin.options import OPT_IN_TAGS, read_options
 from hil.plugin.outcomes import VerdictOutcomes, xfail_mark
 from hil.plugin.state import RECORD_KEY, SESSION_KEY, STATE, HilState, Variant
-from hil.report import fvp_table, problems, summary
+from hil.report import fvp_table, memory_table, problems, summary
 from hil.session import Session
 
 # A test whose cases apply to none of the run's targets and recipes: deselected at collection.
@@ -215,7 +215,10 @@ class HilPlugin:
         terminalreporter.section("hil summary")
         for line in summary.render(self.state.records):
             terminalreporter.write_line(line)
-        for line in fvp_table.render(self.state.records) + problems.render(self.state.records):
+        records = self.state.records
+        for line in fvp_table.render(records) + memory_table.render(records) + problems.render(
+            records
+        ):
             terminalreporter.write_line(line)
         if self.results_file is not None:
             terminalreporter.write_line(f"records: {self.results_file}")

@@ -3,16 +3,21 @@ framing, the real ExecuTorch engine, driven through hil.Session like any board."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from hil import Case, seeded
+from hil.devices import DeviceRegistry
 from hil.runner import firmware
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.verdict.result import CheckResult
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def tiny_cnn() -> nn.Module:
@@ -92,3 +97,27 @@ def test_the_runner_reports_the_build_made_for_its_configuration(session: Sessio
     facts = target.describe()
     assert facts["build_id"] == firmware.build_id_for(firmware.FirmwareConfig("host"))
     assert facts["engine"] == "executorch" and facts["executorch"].startswith("1.5.1")
+
+
+def test_a_memory_budget_fails_a_case_by_the_runners_measured_peak(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    """memory.ram_max_bytes is judged against the pools' high-water marks the runner
+    reported (method + planned + temp + io), as on a Cortex-M board's device file."""
+    devices = tmp_path / "devices"
+    devices.mkdir()
+    text = (REPO / "devices" / "vboard.yaml").read_text()
+    (devices / "vboard.yaml").write_text(text.replace("memory: {}", "memory: {ram_max_bytes: 64}"))
+    with Session(
+        devices=DeviceRegistry.from_dirs([devices]),
+        cache_dir=shared_cache,
+        results_dir=tmp_path / "results",
+    ) as small:
+        result = small.check(TINY, "vboard", "portable")
+    (memory,) = [c for c in result.checks if c.subject == "ram_peak_bytes"]
+    assert memory.failed and result.verdict == "OVER BUDGET", result.failure_message()
+    peak = result.counters["ram_peak_bytes"]
+    assert peak > 64 and peak == sum(
+        result.counters[f"{pool}_pool_peak_bytes"] for pool in ("method", "planned", "temp", "io")
+    )
+    assert "memory.ram_max_bytes of vboard.yaml" in memory.basis
