@@ -27,7 +27,7 @@ TOLERANCE_FLOOR = 1e-6  # an exact match still gets a visible bar on the log axi
 LEADING_COUNTERS = (
     "npu_cycles",
     "total_cycles",
-    "cycles_median",
+    "cpu_cycles",
     "mac_utilization",
     "delegated_fraction",
     "sram_bytes",
