@@ -1,10 +1,10 @@
 """What to show: a suite case's artifact (exported now if need be), or a .pte by its path.
 
 A case's artifact is found the way a check finds it: a Session builds the case and asks the
-artifact cache for the content-addressed key of (model, inputs, recipe, tool versions). To look
-without exporting, the session is given a cache that only looks up (`LookupOnlyCache`); when the
-entry is absent hil says so and exports with the real cache (progress on stderr), unless
---no-export, which turns the absence into ArtifactMissing with the command that exports it.
+artifact cache for the content-addressed key of (model, inputs, recipe, tool versions), first
+without exporting (`Session.artifact(..., export=False)`); when the entry is absent hil says so
+and exports it (progress on stderr), unless --no-export, which turns the absence into
+ArtifactMissing with the command that exports it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hil.artifacts.store import META_NAME, Artifact, ArtifactCache
+from hil.artifacts.store import META_NAME
 from hil.devices import DeviceRegistry
 from hil.errors import ArtifactMissing, UsageError
 from hil.explore.cases import find_case
-from hil.recipes.base import ExportProduct
 
 Progress = Callable[[str], None]
 
@@ -64,25 +63,6 @@ def from_path(path: Path) -> Source:
     )
 
 
-class LookupOnlyCache(ArtifactCache):
-    """An artifact cache that finds entries and never builds one."""
-
-    def get_or_build(
-        self,
-        key: str,
-        material: Mapping[str, Any],
-        build: Callable[[Path], ExportProduct],
-        *,
-        recipe: str,
-        numerics: str,
-    ) -> Artifact:
-        artifact, problem = self.lookup(key)
-        if artifact is not None:
-            return artifact
-        why = f" ({problem})" if problem else ""
-        raise ArtifactMissing(f"no {recipe} artifact {key[:16]} in {self.root}{why}")
-
-
 def from_case(
     spec: str,
     target: str,
@@ -114,10 +94,8 @@ def from_case(
         recipe_spec.name, recipe_spec.options, shared_dir=session.cache.root / "shared"
     )
     built = session.built(case)
-    references = session.references  # looked up only, unless exporting is allowed
-    real, references.cache = references.cache, LookupOnlyCache(references.cache.root)
     try:
-        artifact = session.artifact(built, recipe)
+        artifact = session.artifact(built, recipe, export=False)
     except ArtifactMissing as missing:
         if not allow_export:
             raise ArtifactMissing(
@@ -133,7 +111,6 @@ def from_case(
             f"{case.name} has no {recipe.name} artifact for {device.name} in {cache_dir}: "
             "exporting it now (a big model takes minutes; --no-export refuses instead)"
         )
-        references.cache = real
         artifact = session.artifact(built, recipe)
     else:
         if ready is not None:

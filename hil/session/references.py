@@ -16,7 +16,7 @@ from hil.artifacts.keys import export_source, key_of
 from hil.artifacts.store import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import TimingPolicy
-from hil.errors import ExportError
+from hil.errors import ArtifactMissing, ExportError
 from hil.progress import Progress, heartbeat
 from hil.recipes import Recipe, export_speedup
 from hil.recipes.lowering import run_reference
@@ -64,14 +64,23 @@ class References:
             self._eager[name] = Reference(outputs, time_eager(built))
         return self._eager[name]
 
-    def artifact(self, built: BuiltCase, recipe: Recipe) -> Artifact:
-        """The case's .pte for `recipe`, from the cache or exported now."""
+    def artifact(self, built: BuiltCase, recipe: Recipe, *, export: bool = True) -> Artifact:
+        """The case's .pte for `recipe`, from the cache or exported now; with `export`
+        False, from the cache only (ArtifactMissing when it is not there)."""
         name = built.case.name
         if name not in self._fingerprints:
             self._fingerprints[name] = model_fingerprint(built.module)
         own = {"model": self._fingerprints[name], **recipe.key_material()}
         # calibration and the stored quantized reference depend on the values
         key, material = key_of(built, own, values=recipe.quantized)
+        if not export:
+            found, problem = self.cache.lookup(key)
+            if found is None:
+                why = f" ({problem})" if problem else ""
+                raise ArtifactMissing(
+                    f"no {recipe.name} artifact {key[:16]} in {self.cache.root}{why}"
+                )
+            return found
 
         def build(workdir: Path) -> Any:
             export_speedup.install()

@@ -89,8 +89,8 @@ class Session:
     def built(self, case: Case) -> BuiltCase:
         return self.references.built(case)
 
-    def artifact(self, built: BuiltCase, recipe: Recipe) -> Artifact:
-        return self.references.artifact(built, recipe)
+    def artifact(self, built: BuiltCase, recipe: Recipe, *, export: bool = True) -> Artifact:
+        return self.references.artifact(built, recipe, export=export)
 
     # -- the check ------------------------------------------------------------------------
 
