@@ -90,8 +90,8 @@ class ExportPool:
         context = multiprocessing.get_context("fork")
         self.exports = list(exports)
         self._index = {e.key: i for i, e in enumerate(self.exports)}
-        self._state: Any = context.Array("b", len(self.exports), lock=False)
-        self._owner: Any = context.Array("b", len(self.exports), lock=False)  # worker number
+        self._state: Any = context.Array("i", len(self.exports), lock=False)
+        self._owner: Any = context.Array("i", len(self.exports), lock=False)  # worker number
         self._lock = context.Lock()
         self._progress = progress
         self._started = time.monotonic()

@@ -25,18 +25,9 @@ from hil.explain import Divergence
 from hil.explain.tosa import explain_delegates, isolated_and_chained
 from hil.recipes import make_recipe
 from hil.session import Session
+from tests.models import TinyCnn, seeded
 
 TARGET = "u85-ref"
-
-
-class TinyCnn(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.fc = nn.Linear(8 * 8 * 8, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.relu(self.conv(x)).flatten(1))
 
 
 class ConvLrnConv(nn.Module):
@@ -76,12 +67,6 @@ def deep_stack() -> nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         return trained_like(DeepStack(), resolution=16)
-
-
-def seeded(cls: type[nn.Module]) -> nn.Module:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        return cls()
 
 
 def tiny_cnn() -> hil.Case:

@@ -20,27 +20,13 @@ from hil.devices import DeviceRegistry
 from hil.errors import DeployError, ExportError, MissingKernel, PartitionMismatch, TargetCrash
 from hil.session import Session
 from hil.verdict.checks import Question
+from tests.models import TinyCnn, seeded
 
 NPU_TARGETS = ("u55-ref", "u85-ref")
 
 
-class TinyCnn(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.fc = nn.Linear(8 * 8 * 8, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.relu(self.conv(x)).flatten(1))
-
-
 def tiny(name: str = "tiny_cnn", **options: object) -> hil.Case:
-    def model() -> nn.Module:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            return TinyCnn()
-
-    return hil.Case(name, model, hil.seeded((1, 3, 8, 8)), **options)  # type: ignore[arg-type]
+    return hil.Case(name, lambda: seeded(TinyCnn), hil.seeded((1, 3, 8, 8)), **options)  # type: ignore[arg-type]
 
 
 class Lrn(nn.Module):
