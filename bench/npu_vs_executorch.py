@@ -125,6 +125,9 @@ def main() -> int:
     (work / "speedup" / "et_speedup.py").write_text(SPEEDUP)
     base = {
         **os.environ,
+        # the venv's tools (flatc for their a8w4 cases) as an activated venv has them: `make
+        # bench` runs .venv/bin/python without activating, and 68 of their cases failed so
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "HIL_ET_TARGET": args.target,
         "HIL_CACHE_DIR": str(work / "cache"),
         "HIL_RESULTS_DIR": str(work / "results"),

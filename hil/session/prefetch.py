@@ -75,8 +75,8 @@ def plan(
 class ExportPool:
     """Worker processes building a plan's exports; `wait_for` before a check reads its artifact.
 
-    Shared state is one small array (each export's state) and a lock: no queues, no threads in
-    the parent, so the check's process stays as it was.
+    Shared state is two small arrays (each export's state and its worker) and a lock: no
+    queues, no threads in the parent, so the check's process stays as it was.
     """
 
     def __init__(
@@ -135,15 +135,14 @@ class ExportPool:
             time.sleep(WAIT_POLL_S)
 
     def status(self) -> str:
-        """'12 of 86 exported, 2 running, about 4 min left' (the rate so far, per worker)."""
+        """'12 of 86 exported, 2 running, about 4 min left'."""
         states = list(self._state)
         done = states.count(DONE) + states.count(FAILED)
         running = states.count(RUNNING)
         left = states.count(PENDING) + running
         line = f"{done} of {len(states)} exported, {running} running"
-        if done and left:
-            per_export = (time.monotonic() - self._started) * len(self._workers) / done
-            line += f", about {_minutes(per_export * left / max(1, len(self._workers)))} left"
+        if done and left:  # at the rate so far
+            line += f", about {_minutes((time.monotonic() - self._started) * left / done)} left"
         return line
 
     def close(self) -> None:
@@ -175,7 +174,7 @@ def _work(pool: ExportPool, worker: int, build: Callable[[Export], object], log_
     """A worker: quiet, one thread, its output in its own file; exports until none is left."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handlers (pytest, labs)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    with log_file.open("a") as out:
+    with log_file.open("w") as out:  # this run's log only
         os.dup2(out.fileno(), 1)
         os.dup2(out.fileno(), 2)
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 (fd 1 stays open)

@@ -65,6 +65,7 @@ def test_an_export_no_worker_has_started_is_taken_back(tmp_path: Path) -> None:
         ahead.wait_for(items[-1].case, items[-1].source)
         assert time.monotonic() - started < 0.5  # not waiting for the two before it
         time.sleep(2.5)  # the worker has finished the other two and found nothing left
+        assert ahead.status() == "2 of 3 exported, 0 running"
     finally:
         ahead.close()
     assert not (tmp_path / "c2").exists()
