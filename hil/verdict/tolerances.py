@@ -148,7 +148,7 @@ def step_limits(
     allowance was measured on single operators, whose own output flip is what the sensitivity
     of a one-operator model measures too; the sum let an element 2 steps off pass on a
     one-operator model (bench/mutants.py), and no correct target of the suites needed it
-    (largest share of the larger used: 0.78 under default, avx2 and avx512 SIMD paths alike,
+    (largest share of the larger used: at most 0.78 over the default, avx2 and avx512 paths,
     bench/verdicts_across_cpus.py, 2026-12-01)."""
     if sensitivity is None:
         return allowance.steps, allowance.off_fraction
