@@ -101,6 +101,7 @@ class ArtifactCache:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._verified: dict[str, Artifact] = {}
+        self._noted: dict[str, str] = {}  # source -> key, as written (note_source)
 
     def _entry(self, key: str) -> Path:
         return self.root / "artifacts" / key
@@ -161,13 +162,15 @@ class ArtifactCache:
     def note_source(self, source: str, key: str) -> None:
         """Remember that `source` (a case's name and a recipe's key material) last gave `key`:
         a hint for planning exports ahead, never for reading an artifact (hil.session.prefetch)."""
-        path = self._source_file(source)
-        if path.is_file() and path.read_text() == key:
+        if self._noted.get(source) == key:  # every check asks: the file is read once
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(key)
-        os.replace(temporary, path)
+        path = self._source_file(source)
+        if not (path.is_file() and path.read_text() == key):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            temporary.write_text(key)
+            os.replace(temporary, path)
+        self._noted[source] = key
 
     def probably_cached(self, source: str) -> bool:
         """Whether `source`'s last artifact (or its remembered failure) is still here. A model

@@ -70,7 +70,8 @@ class References:
         name = built.case.name
         if name not in self._fingerprints:
             self._fingerprints[name] = model_fingerprint(built.module)
-        own = {"model": self._fingerprints[name], **recipe.key_material()}
+        recipe_material = recipe.key_material()
+        own = {"model": self._fingerprints[name], **recipe_material}
         # calibration and the stored quantized reference depend on the values
         key, material = key_of(built, own, values=recipe.quantized)
         if not export:
@@ -87,7 +88,7 @@ class References:
             with heartbeat(self._progress, f"exporting {name} with {recipe.name}"):
                 return recipe.export(built, workdir)
 
-        source = export_source(name, recipe.key_material())
+        source = export_source(name, recipe_material)
         try:
             artifact = self.cache.get_or_build(
                 key, material, build, recipe=recipe.name, numerics=recipe.numerics
