@@ -17,6 +17,7 @@ from hil.call import Inputs as Inputs  # re-exported: the targets take Inputs fr
 from hil.call import bind, flatten_call
 from hil.devices import TimingPolicy
 from hil.errors import CaseError
+from hil.threads import one_thread
 from hil.verdict.tolerances import ToleranceOverride
 
 V = TypeVar("V")
@@ -123,13 +124,16 @@ class Case:
         return frozenset(found[1]) if found else None
 
     def build(self) -> BuiltCase:
-        """Instantiate the model and inputs; any failure is a CaseError naming the case."""
+        """Instantiate the model and inputs; any failure is a CaseError naming the case. On
+        one thread: a factory that runs the model (BatchNorm statistics, training) gives the
+        same tensors in every process (hil.threads)."""
         try:
-            module, inputs, calibration = bind(
-                self.model().eval(), self.inputs(),
-                list(self.calibration()) if self.calibration else [],
-            )  # fmt: skip
-            labels = self.labels() if self.labels else None
+            with one_thread():
+                module, inputs, calibration = bind(
+                    self.model().eval(), self.inputs(),
+                    list(self.calibration()) if self.calibration else [],
+                )  # fmt: skip
+                labels = self.labels() if self.labels else None
         except CaseError:
             raise
         except Exception as e:

@@ -20,6 +20,7 @@ from hil.errors import ArtifactMissing, ExportError
 from hil.progress import Progress, heartbeat
 from hil.recipes import Recipe, export_speedup
 from hil.recipes.lowering import run_reference
+from hil.threads import one_thread
 from hil.timing import timed_runs
 from hil.verdict.budgets import LatencyStats, latency_stats
 from hil.verdict.judge import Reference
@@ -85,7 +86,8 @@ class References:
 
         def build(workdir: Path) -> Any:
             export_speedup.install()
-            with heartbeat(self._progress, f"exporting {name} with {recipe.name}"):
+            # one thread: the artifact is the same whichever process builds it (hil.threads)
+            with heartbeat(self._progress, f"exporting {name} with {recipe.name}"), one_thread():
                 return recipe.export(built, workdir)
 
         source = export_source(name, recipe_material)
@@ -111,13 +113,8 @@ def time_eager(built: BuiltCase) -> LatencyStats | None:
     another process holds a core, which made eager times swing 100x on shared CI machines."""
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.no_grad():
-            _, timings = timed_runs(lambda: built.module(*built.inputs), EAGER_POLICY)
-    finally:
-        torch.set_num_threads(threads)
+    with one_thread(), torch.no_grad():
+        _, timings = timed_runs(lambda: built.module(*built.inputs), EAGER_POLICY)
     return latency_stats(timings)
 
 

@@ -22,6 +22,7 @@ import hil
 from hil.devices import TimingPolicy
 from hil.locks import file_lock
 from hil.session import default_cache_dir
+from hil.threads import one_thread
 from suites.models.budgets import host_budgets
 
 SEED = 0
@@ -71,23 +72,18 @@ def dataset() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
 
 def train(train_x: torch.Tensor, train_y: torch.Tensor) -> DigitsCNN:
     """Adam on cross-entropy, seeded shuffling, one thread: the same weights on every run."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # reductions split across threads can change the last bits
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(SEED)
-            model = DigitsCNN()
-            optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-            order = torch.Generator().manual_seed(SEED)
-            model.train()
-            for _ in range(EPOCHS):
-                for batch in torch.split(torch.randperm(len(train_x), generator=order), BATCH):
-                    optimizer.zero_grad()
-                    loss = nn.functional.cross_entropy(model(train_x[batch]), train_y[batch])
-                    loss.backward()  # type: ignore[no-untyped-call]
-                    optimizer.step()
-    finally:
-        torch.set_num_threads(threads)
+    with one_thread(), torch.random.fork_rng(devices=[]):  # hil.threads: the same last bits
+        torch.manual_seed(SEED)
+        model = DigitsCNN()
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        order = torch.Generator().manual_seed(SEED)
+        model.train()
+        for _ in range(EPOCHS):
+            for batch in torch.split(torch.randperm(len(train_x), generator=order), BATCH):
+                optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(model(train_x[batch]), train_y[batch])
+                loss.backward()  # type: ignore[no-untyped-call]
+                optimizer.step()
     return model.eval()
 
 

@@ -1,5 +1,6 @@
 """Exports made ahead with the real exporter: every artifact is built once, by a worker or by
-the check that took it back, and a warm run forks nothing."""
+the check that took it back, and a warm run forks nothing; also when a model's weights depend
+on how many threads built it, as BatchNorm statistics from a forward pass do (hil.threads)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,20 @@ def linear(width: int) -> Case:
     return Case(f"ahead_{width}", build, seeded((2, 8)))
 
 
-CASES = [linear(w) for w in (6, 10, 14)]
+def threads_in_weights() -> Case:
+    """The last bits of its weights depend on torch's thread count, as a reduction's do."""
+
+    def build() -> nn.Module:
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(8, 4))
+        with torch.no_grad():
+            model[0].weight.mul_(1 + 1e-6 * torch.get_num_threads())
+        return model
+
+    return Case("ahead_threads", build, seeded((2, 8)))
+
+
+CASES = [linear(w) for w in (6, 10, 14)] + [threads_in_weights()]
 CHECKS = [
     (c, t, r) for c in CASES for t in ("host", "vboard") for r in ("portable", "xnnpack-int8")
 ]
@@ -40,13 +54,18 @@ def run(devices: DeviceRegistry, cache: Path, results: Path) -> list[bool]:
 def test_each_artifact_is_exported_once_and_a_warm_run_forks_nothing(
     repo_devices: DeviceRegistry, tmp_path: Path
 ) -> None:
-    exported_here = run(repo_devices, tmp_path / "cache", tmp_path / "cold")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # the checks' process on two threads, each worker on one
+    try:
+        exported_here = run(repo_devices, tmp_path / "cache", tmp_path / "cold")
+    finally:
+        torch.set_num_threads(threads)
     logs = (tmp_path / "cold" / "export-workers").glob("export-worker-*.log")
-    pattern = re.compile(r" ahead_\d+ \[[^]]+\] exported in ")
+    pattern = re.compile(r" ahead_\w+ \[[^]]+\] exported in ")
     by_workers = sum(len(pattern.findall(p.read_text())) for p in logs)
-    # 3 cases x 2 recipes, host and vboard sharing each .pte; a check exports only what it
+    # 4 cases x 2 recipes, host and vboard sharing each .pte; a check exports only what it
     # took back before any worker started it
-    assert sum(exported_here) + by_workers == 6
+    assert sum(exported_here) + by_workers == 8
     assert by_workers >= 1
     assert not any(run(repo_devices, tmp_path / "cache", tmp_path / "warm"))
     assert not (tmp_path / "warm" / "export-workers").exists()
