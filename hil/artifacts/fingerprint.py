@@ -61,7 +61,18 @@ def _library_roots() -> tuple[str, ...]:
 
 @functools.cache
 def _distributions() -> Mapping[str, list[str]]:
-    return importlib.metadata.packages_distributions()
+    return importlib.metadata.packages_distributions()  # reads every installed dist: ~1 s
+
+
+def _namesake(top: str) -> str | None:
+    """The distribution named as the module, when it says it provides it (torch, numpy,
+    executorch): found without reading every installed distribution's file list."""
+    try:
+        dist = importlib.metadata.distribution(top)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    provides = (dist.read_text("top_level.txt") or "").split()
+    return f"{dist.metadata['Name']}=={dist.version}" if top in provides else None
 
 
 @functools.cache
@@ -70,16 +81,22 @@ def library_of(module_name: str) -> str | None:
     None for project code (hashed by its content). Editable installs are project code."""
     top = module_name.partition(".")[0]
     module = sys.modules.get(module_name) or sys.modules.get(top)
-    file = getattr(module, "__file__", None)
+    # a namespace package (executorch) has no __file__, only its folders
+    file = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", [])), None)
+    python = f"python=={sys.version.split()[0]}"
     if file is None:
-        return f"python=={sys.version.split()[0]}" if module is not None else None
-    path = str(Path(file).resolve())
-    if not path.startswith(_library_roots()):
+        return python if module is not None else None
+    path = Path(file).resolve()
+    if not str(path).startswith(_library_roots()):
         return None
+    if not {"site-packages", "dist-packages"} & set(path.parts):
+        return python  # the standard library
+    if found := _namesake(top):
+        return found
     for dist in _distributions().get(top, []):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return f"{dist}=={importlib.metadata.version(dist)}"
-    return f"python=={sys.version.split()[0]}"  # the standard library
+    return python
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:

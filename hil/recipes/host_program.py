@@ -29,6 +29,7 @@ import torch
 from hil.errors import DeployError, ExportError
 from hil.ethos_u.macs import aten_overload
 from hil.ethos_u.tosa_delegate import OP, TensorSpec, encode_outputs
+from hil.recipes import load_speedup
 
 HOST_PROGRAM = "host_program.pt2"
 
@@ -160,6 +161,7 @@ def load_host_program(folder: Path) -> Any:
         ) from e
     for namespace in used:
         importlib.import_module(OP_LIBRARIES[namespace])
+    load_speedup.install()
     try:
         return torch.export.load(path).module()
     except Exception as e:

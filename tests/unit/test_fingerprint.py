@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
+import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -181,11 +185,33 @@ def test_library_code_counts_by_version_and_project_code_by_content() -> None:
     assert library_of(__name__) is None
 
 
+def test_libraries_are_named_as_a_scan_of_every_distribution_names_them() -> None:
+    import importlib.metadata
+
+    import executorch
+    import yaml
+
+    from hil.artifacts.fingerprint import library_of
+
+    scan = importlib.metadata.packages_distributions()
+    for module in (torch, np, yaml, pytest):
+        dist = scan[module.__name__][0]
+        assert library_of(module.__name__) == f"{dist}=={importlib.metadata.version(dist)}"
+    # a namespace package has no __file__: still the library, not the standard library
+    assert getattr(executorch, "__file__", None) is None
+    assert (
+        library_of("executorch.exir") == f"executorch=={importlib.metadata.version('executorch')}"
+    )
+    assert library_of("json") == f"python=={sys.version.split()[0]}"
+
+
 def test_docstrings_comments_and_layout_are_not_code() -> None:
     from hil.artifacts.fingerprint import source_digest
 
     plain = "def f(x):\n    return x + 1\n"
-    documented = 'def f(x):\n    """Adds one."""\n    # a comment\n    return (x +\n            1)\n'
+    documented = (
+        'def f(x):\n    """Adds one."""\n    # a comment\n    return (x +\n            1)\n'
+    )
     assert source_digest(plain) == source_digest(documented)
     assert source_digest(plain) != source_digest("def f(x):\n    return x + 2\n")
 
@@ -211,7 +237,9 @@ def test_a_recipe_module_docstring_or_comment_edit_keeps_its_key(tmp_path) -> No
 
     try:
         first = load('"""A recipe."""\nSTEP = 1\n', 1_000_000_000)
-        edited = load('"""A recipe, documented better."""\n# why STEP is 1\nSTEP = 1\n', 2_000_000_000)
+        edited = load(
+            '"""A recipe, documented better."""\n# why STEP is 1\nSTEP = 1\n', 2_000_000_000
+        )
         changed = load('"""A recipe."""\nSTEP = 2\n', 3_000_000_000)
     finally:
         sys.modules.pop("hil_probe_recipe", None)
