@@ -27,7 +27,6 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from hil.errors import TargetCrash, TargetStateError
-from hil.recipes.capture import captured_output
 
 DTYPES: Mapping[str, torch.dtype] = {
     str(d).removeprefix("torch."): d
@@ -118,6 +117,9 @@ def run_reference_model(
 ) -> tuple[list[np.ndarray[Any, Any]], str, str]:
     """Run one TOSA flatbuffer in Arm's reference model: (outputs, status name, its messages)."""
     import tosa_reference_model as reference
+
+    # here, not at the top: hil.recipes imports this module (a first import of it would cycle)
+    from hil.recipes.capture import captured_output
 
     with captured_output() as messages:
         outputs, status = reference.run(
