@@ -62,13 +62,13 @@ def cold_vs_warm(args: list[str]) -> None:
             "cold, export pool off",
         )  # fmt: skip
         pooled = timed_pytest(root / "cache", root / "r2", args, "cold, export pool on")
-        exported_twice_check(root / "cache-serial", root / "cache", root / "r2")
+        artifact_counts(root / "cache-serial", root / "cache", root / "r2")
         warm = timed_pytest(root / "cache", root / "r3", args, "warm")
     print(f"  pooled cold / unpooled cold: {pooled / serial:.2f} (goal: at most 0.55 on 2 cores)")
     print(f"  warm is {pooled / warm:.1f}x faster than the pooled cold run (goal: at least 5x)\n")
 
 
-def exported_twice_check(serial_cache: Path, pooled_cache: Path, pooled_results: Path) -> None:
+def artifact_counts(serial_cache: Path, pooled_cache: Path, pooled_results: Path) -> None:
     """How many artifacts each cold run made, and how many the pooled run's workers built: equal
     counts mean nothing was exported twice and the checks exported nothing themselves."""
     made = {c.name: len(list((c / "artifacts").glob("*/artifact.json")))
