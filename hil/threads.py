@@ -4,7 +4,7 @@ torch splits a reduction across its intra-op threads, so the last bits of a Batc
 statistics pass, a training step or a calibration forward depend on how many threads ran it.
 Measured: suite models built in an export worker (one thread) fingerprinted differently from
 the same models built in the check's process (one thread per core), so the check exported
-every artifact again. Building cases and exporting on one thread makes both the same in every
+their artifacts again. Building cases and exporting on one thread makes both the same in every
 process and on every machine, whatever its core count.
 """
 
