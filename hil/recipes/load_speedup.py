@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-PATCHED_TORCH = "2.13."
+from hil.recipes.export_speedup import PATCHED_TORCH  # measured on the same torch
+
 _install_lock = threading.Lock()
 
 
@@ -50,14 +51,15 @@ def install() -> bool:
     """Install once per process; False when this torch is not the one it was written for."""
     from torch._export.serde import schema, serialize
 
+    names = vars(serialize)  # the deserializer's globals: its `typing` is swapped there only
     with _install_lock:
-        if isinstance(serialize.typing, TypingWithSchemaHints):
+        if isinstance(names.get("typing"), TypingWithSchemaHints):
             return True
         if not (
             torch.__version__.startswith(PATCHED_TORCH)
-            and serialize.typing is typing
-            and callable(getattr(serialize, "_dict_to_dataclass", None))
+            and names.get("typing") is typing
+            and callable(names.get("_dict_to_dataclass"))
         ):
             return False
-        serialize.typing = TypingWithSchemaHints(vars(schema))  # type: ignore[assignment]
+        names["typing"] = TypingWithSchemaHints(vars(schema))
         return True
