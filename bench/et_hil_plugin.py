@@ -11,11 +11,21 @@ variant of the target's device file. Their stage edits (pop_stage, change_args, 
 ...) check the lowering's operators, which hil does not re-check: they are accepted and ignored.
 
 Each test's random inputs are drawn under a fixed seed, so a warm run finds its artifacts.
+
+A cold run uses every core as hil's own plugin does: before the first test, each test body runs
+once up to its pipeline's `run()`, which only notes the module and inputs it was given; those
+cases' exports start in hil's worker processes (Session.export_ahead), and each test then runs
+as usual, its check waiting only for its own artifact. The look-ahead builds the module again in
+the test, so the check judges the module the test made; the artifact is the one made ahead when
+the two fingerprint alike (the worker logs in HIL_RESULTS_DIR/export-workers say which). A
+test the cache already knows by name is not looked ahead, so a warm run pays nothing for it.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,12 +35,19 @@ import torch
 import yaml
 
 import hil
+from hil.case import Case, case_from_module
 from hil.devices import DeviceRegistry
 from hil.session import Session
 
 REPO = Path(__file__).resolve().parent.parent
 SESSION = pytest.StashKey[Session]()
+DEVICES = pytest.StashKey[Path]()  # the variants' device files, removed at the end
 _current: dict[str, Any] = {}  # the running test's node id and config (one test at a time)
+_looked_ahead: list[tuple[Case, str, str | None]] = []  # filled while the look-ahead runs
+
+
+class _Noted(Exception):
+    """Ends a test body in the look-ahead once its pipeline's run() has noted the case."""
 
 
 def _variants(target: str, folder: Path) -> DeviceRegistry:
@@ -105,6 +122,11 @@ class HilPipeline:
         config: pytest.Config = _current["config"]
         target = os.environ.get("HIL_ET_TARGET", "u85-ref")
         name = target + ("-a16w8" if self.a16w8 else "") + ("" if self.per_channel else "-pt")
+        if _current.get("looking_ahead"):
+            _looked_ahead.append(
+                (case_from_module(_current["nodeid"], self.module, self.inputs), name, None)
+            )
+            raise _Noted
         result = hil.check(
             self.module,
             self.inputs,
@@ -121,12 +143,15 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = Path(tempfile.mkdtemp(prefix="hil-et-devices-"))
     target = os.environ.get("HIL_ET_TARGET", "u85-ref")
     config.stash[SESSION] = Session(devices=_variants(target, folder))
+    config.stash[DEVICES] = folder
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION, None)
     if session is not None:
         session.close()
+    if DEVICES in config.stash:
+        shutil.rmtree(config.stash[DEVICES], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -134,6 +159,41 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = getattr(item, "module", None)
         if module is not None and hasattr(module, "TosaPipelineINT"):
             module.TosaPipelineINT = HilPipeline
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """The look-ahead (module docstring), then pytest's own loop runs the tests. A test whose
+    name the cache knows under any variant is not looked ahead (a warm run looks at none)."""
+    _looked_ahead.clear()
+    hil_session = session.config.stash[SESSION]
+    variants = hil_session.devices.names
+    for item in session.items:
+        if not any(hil_session.probably_cached(item.nodeid, v) for v in variants):
+            _look_ahead(item)
+    _current.clear()
+    hil_session.export_ahead(_looked_ahead)
+
+
+def _look_ahead(item: pytest.Item) -> None:
+    """Run `item`'s body up to its pipeline's run(), seeded as the test will be. A test that
+    needs a fixture, or whose body fails before run(), is left out: its check exports itself."""
+    function = getattr(item, "obj", None)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if function is None or not hasattr(getattr(item, "module", None), "TosaPipelineINT"):
+        return
+    wanted = inspect.signature(function).parameters
+    if any(name not in params for name in wanted):
+        return
+    _current.update(nodeid=item.nodeid, config=item.config, looking_ahead=True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        try:
+            function(**{name: params[name] for name in wanted})
+        except _Noted:
+            pass
+        except (Exception, pytest.skip.Exception, pytest.fail.Exception):
+            pass  # the test itself reports it when it runs
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,6 +13,9 @@ the same cases with the same inputs. Printed:
 * time: start-up (a run that collects and selects nothing) apart from the per-case time, for
   ExecuTorch's harness with and without hil's export speed-up (hil/recipes/export_speedup.py,
   which any torch 2.13 user could apply), and for hil cold (empty cache) and warm;
+* how many of hil's cold exports its worker processes made: a cold hil run exports ahead on
+  every core, as `pytest suites` does, while their harness runs its tests in one process (with
+  pytest-xdist it too could use both cores; that is not installed here and not measured);
 * every case where the two disagree, with hil's reason.
 
 Nothing is asserted; the numbers are for the README (ARCHITECTURE.md: benches print ratios).
@@ -112,6 +115,20 @@ def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str]) -> 
     return run
 
 
+def ahead_counts(logs: Path) -> str:
+    """What hil's export workers built in the cold run (the rest its checks exported)."""
+    built = Counter(
+        log.stem for log in logs.glob("export-worker-*.log")
+        for line in log.read_text().splitlines() if line.endswith(" s") and " exported in " in line
+    )  # fmt: skip
+    if not built:
+        return "exported ahead: nothing (every export was the check's own)"
+    each = ", ".join(f"{n} by {worker}" for worker, n in sorted(built.items()))
+    return (
+        f"exported ahead by hil's workers: {sum(built.values())} ({each}); the rest by its checks"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", default=list(FILES))
@@ -148,6 +165,7 @@ def main() -> int:
     et = pytest_run("ExecuTorch harness", theirs, work, base)
     et_fast = pytest_run("ExecuTorch harness + speed-up", ["-p", "et_speedup", *theirs], work, sped)
     cold = pytest_run(f"hil {args.target}, cold", hil_args, work, ours)
+    print(f"  {'':<34} {ahead_counts(work / 'results' / 'export-workers')}")
     warm = pytest_run(f"hil {args.target}, warm", hil_args, work, ours)
     ran_theirs, ran_ours = set(et.outcomes), set(cold.outcomes)
     print(

@@ -47,9 +47,11 @@ class Export:
     source: str  # the case's name and the recipe's key material (hil.artifacts.keys)
 
     @property
-    def key(self) -> tuple[int, str]:
-        """Equal keys, one export: host, vboard and pi5-emu share one .pte per recipe."""
-        return id(self.case), self.source
+    def key(self) -> str:
+        """Equal keys, one export: host, vboard and pi5-emu share one .pte per recipe. Keyed by
+        the case's name, not the Case object, so a check that builds its own Case (hil.check
+        on a module made again in the test) still finds the export made ahead for it."""
+        return self.source
 
 
 def default_workers() -> int:
@@ -65,7 +67,7 @@ def plan(
     source_of: Callable[[Case, str, str | None], str],
 ) -> list[Export]:
     """The distinct exports of `checks`, in the order the checks will need them."""
-    exports: dict[tuple[int, str], Export] = {}
+    exports: dict[str, Export] = {}
     for case, target, recipe in checks:
         export = Export(case, target, recipe, source_of(case, target, recipe))
         exports.setdefault(export.key, export)
@@ -117,7 +119,7 @@ class ExportPool:
     def wait_for(self, case: Case, source: str) -> None:
         """Return once the check may read its artifact: built (or failed) by a worker, or
         taken back because no worker has started it. The cache's lock settles any race."""
-        index = self._index.get((id(case), source))
+        index = self._index.get(source)
         if index is None:
             return
         with self._lock:

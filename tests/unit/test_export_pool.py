@@ -103,3 +103,18 @@ def test_a_case_and_recipe_material_is_exported_once_in_the_order_of_first_need(
         ("c1", "host", "xnnpack-fp32"),
         ("c0", "host", "portable"),
     ]
+
+
+def test_a_check_that_made_its_own_case_waits_for_the_export_made_ahead(tmp_path: Path) -> None:
+    """hil.check makes a Case around the module a test built again; the export made ahead
+    under the same name is still the one it waits for."""
+    items = exports(cases(1) + cases(2)[1:])
+    ahead = pool(tmp_path, items, marking(tmp_path, 1.0), workers=1)
+    try:
+        while not ahead.status().endswith("1 running"):
+            time.sleep(0.01)  # the worker has started on c0
+        again = Case("c0", lambda: torch.nn.Identity(), seeded((1, 2)))  # not the planned object
+        ahead.wait_for(again, items[0].source)
+        assert (tmp_path / "c0").exists()  # waited for the worker's export, not taken back
+    finally:
+        ahead.close()
