@@ -174,12 +174,14 @@ class Session:
     def probably_cached(self, case_name: str, target: str, recipe: str | None = None) -> bool:
         """Whether the case's last artifact for `target`'s recipe is in the cache, judged by
         its name alone (the case need not be built): what a plan may skip."""
-        material = self._recipe(self.devices.get(target), recipe).key_material()
-        return self.cache.probably_cached(export_source(case_name, material))
+        return self.cache.probably_cached(self._source_of(case_name, target, recipe))
 
     def _export_source(self, case: Case, target: str, recipe: str | None) -> str:
+        return self._source_of(case.name, target, recipe)
+
+    def _source_of(self, case_name: str, target: str, recipe: str | None) -> str:
         material = self._recipe(self.devices.get(target), recipe).key_material()
-        return export_source(case.name, material)
+        return export_source(case_name, material)
 
     def _check(
         self, case: Case, target: str, recipe: str | None, rewrite: OutputRewrite | None
