@@ -77,6 +77,7 @@ class CortexMRecipe(Recipe):
         "hil.recipes.quantized",
         "hil.recipes.rounding",
         "hil.recipes.host_program",
+        "hil.recipes.host_module",
         "hil.recipes.arm_partition",
         "hil.ethos_u.macs",
         "hil.artifacts.partition",

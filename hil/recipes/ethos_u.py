@@ -100,6 +100,7 @@ class EthosURecipe(Recipe):
         "hil.recipes.quantized",
         "hil.recipes.rounding",
         "hil.recipes.host_program",
+        "hil.recipes.host_module",
         "hil.recipes.arm_partition",
         "hil.recipes.delegate_files",
         "hil.recipes.capture",

@@ -12,7 +12,8 @@ it loadable and runnable without ExecuTorch's runtime:
 - a scratch-buffer allocation (`executorch.exir.memory.alloc`) becomes `aten.zeros`.
 
 Loading needs the operator libraries registered: the recipe records which ones the program uses
-(host_program.json) and `load_host_program` imports just those first.
+(host_program.json) and `load_host_program` imports just those first. A deploy loads the
+program's module from the faster pickled copy beside it when there is one (hil.recipes.host_module).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from hil.errors import DeployError, ExportError
 from hil.ethos_u.macs import aten_overload
 from hil.ethos_u.tosa_delegate import OP, TensorSpec, encode_outputs
 from hil.recipes import load_speedup
+from hil.recipes.host_module import read_host_module, write_host_module
 
 HOST_PROGRAM = "host_program.pt2"
 
@@ -144,7 +146,11 @@ def save_host_program(program: Any, folder: Path) -> Path:
         )
     path = folder / HOST_PROGRAM
     torch.export.save(program, path)
-    (folder / HOST_PROGRAM_META).write_text(json.dumps({"namespaces": used}))
+    # from the saved program, so the fast copy is what loading the .pt2 would give
+    module_sha256 = write_host_module(torch.export.load(path), folder)
+    (folder / HOST_PROGRAM_META).write_text(
+        json.dumps({"namespaces": used, "module_sha256": module_sha256})
+    )
     return path
 
 
@@ -152,8 +158,9 @@ def load_host_program(folder: Path) -> Any:
     """The saved program as a callable module; DeployError when it is missing or unreadable."""
     path = folder / HOST_PROGRAM
     try:
-        used = json.loads((folder / HOST_PROGRAM_META).read_text())["namespaces"]
-    except (OSError, ValueError, KeyError) as e:
+        meta = json.loads((folder / HOST_PROGRAM_META).read_text())
+        used = meta["namespaces"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise DeployError(
             f"{folder} has no readable {HOST_PROGRAM_META}: the artifact was not made for a "
             f"reference target ({e})",
@@ -161,6 +168,10 @@ def load_host_program(folder: Path) -> Any:
         ) from e
     for namespace in used:
         importlib.import_module(OP_LIBRARIES[namespace])
+    if meta.get("module_sha256"):
+        module = read_host_module(folder, meta["module_sha256"])
+        if module is not None:
+            return module
     load_speedup.install()
     try:
         return torch.export.load(path).module()
