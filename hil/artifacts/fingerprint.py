@@ -358,8 +358,10 @@ def tensors_fingerprint(tensors: Iterable[torch.Tensor]) -> str:
 
 
 def input_spec(inputs: Iterable[torch.Tensor]) -> list[str]:
-    """Shapes and dtypes only: what the exported program's signature depends on."""
-    return [f"{tuple(t.shape)}:{t.dtype}" for t in inputs]
+    """Shapes, dtypes and dim orders: what the exported program's signature depends on. The
+    dim order counts: a channels-last input lowers to another program than the same values
+    contiguous (the values' fingerprint reads them contiguous)."""
+    return [f"{tuple(t.shape)}:{t.dtype}:{tuple(t.dim_order())}" for t in inputs]
 
 
 @functools.lru_cache(maxsize=1)

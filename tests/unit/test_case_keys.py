@@ -42,3 +42,14 @@ def test_a_given_calibration_set_is_keyed_by_its_values() -> None:
 
 def test_without_values_only_shapes_count() -> None:
     assert case_material(_built(), values=False) == case_material(_built(seed=1), values=False)
+
+
+def test_a_channels_last_input_is_another_key_than_the_same_values_contiguous() -> None:
+    """ExecuTorch's avg_pool2d and mean_dim tests both draw randn(1, 1280, 7, 7) first, one
+    of them channels-last: they shared a quantized model, and the contiguous case ran the
+    program lowered for channels-last inputs (24 steps off)."""
+    x = torch.randn(1, 8, 3, 3)
+    contiguous = Case("c", torch.nn.ReLU, lambda: (x.clone(),)).build()
+    last = Case("c", torch.nn.ReLU, lambda: (x.to(memory_format=torch.channels_last),)).build()
+    for values in (False, True):
+        assert case_material(contiguous, values=values) != case_material(last, values=values)
