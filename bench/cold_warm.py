@@ -45,12 +45,15 @@ def suite_targets() -> list[str]:
 
 def timed_pytest(cache: Path, results: Path, args: list[str], label: str) -> float:
     env = {**os.environ, "HIL_CACHE_DIR": str(cache), "HIL_RESULTS_DIR": str(results)}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", *args]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     tail = done.stdout.strip().splitlines()[-1:] or ["(no output)"]
     print(f"  {label:<28} {elapsed:7.1f} s  exit {done.returncode}  {tail[0]}")
+    for line in done.stdout.splitlines():  # a run that failed says which cases, and why
+        if line.startswith(("FAILED ", "ERROR ")):
+            print(f"    {line}")
     return elapsed
 
 
