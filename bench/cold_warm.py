@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,7 +55,22 @@ def timed_pytest(cache: Path, results: Path, args: list[str], label: str) -> flo
     for line in done.stdout.splitlines():  # a run that failed says which cases, and why
         if line.startswith(("FAILED ", "ERROR ")):
             print(f"    {line}")
+    if done.returncode != 0:
+        print(f"    kept for a look: {keep_failed_run(results, done.stdout + done.stderr, label)}")
     return elapsed
+
+
+def keep_failed_run(results: Path, output: str, label: str) -> Path:
+    """A failed run's pytest output and records, copied out of the bench's temporary directory
+    (a failure seen once on a slow day must not leave only its one-line summary)."""
+    slug = re.sub(r"\W+", "-", label)
+    kept = REPO / ".hil" / "bench" / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
+    kept.mkdir(parents=True)
+    (kept / "pytest.log").write_text(output)
+    for name in ("records.jsonl", "run.json"):
+        if (results / name).exists():
+            shutil.copy2(results / name, kept / name)
+    return kept
 
 
 def cold_vs_warm(args: list[str]) -> None:

@@ -25,10 +25,11 @@ from hil.devices import DeviceRegistry, DeviceSpec, default_device_dirs
 from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
 from hil.progress import Progress
 from hil.recipes import Recipe, make_recipe
+from hil.session.beside_eager import run_beside_eager
 from hil.session.paths import default_cache_dir, default_results_dir
 from hil.session.pool import TargetPool
 from hil.session.prefetch import ExportPool, default_workers, plan
-from hil.session.references import References, best_of, time_eager
+from hil.session.references import References, time_eager
 from hil.session.retries import Attempts, check_with_retries
 from hil.targets import Target
 from hil.verdict.budgets import BudgetKind, budget_for
@@ -196,11 +197,15 @@ class Session:
         reference = self.references.eager(built)
         deployment = device.deploy(artifact)
         budget = budget_for(case, spec, recipe_obj.name)
-        beside = budget is not None and budget.kind is BudgetKind.VS_EAGER
-        before = time_eager(built) if beside else None
-        run = device.run(deployment, built.inputs, case.timing or spec.latency.policy)
-        if before is not None:  # eager on both sides of the run: load that came and went
-            reference = replace(reference, beside=best_of(before, time_eager(built)))
+        policy = case.timing or spec.latency.policy
+        windows = 1
+        if budget is not None and budget.kind is BudgetKind.VS_EAGER:
+            timed = run_beside_eager(lambda: device.run(deployment, built.inputs, policy),
+                                     lambda: time_eager(built), budget.limit)  # fmt: skip
+            run, windows = timed.run, timed.windows
+            reference = replace(reference, beside=timed.eager)
+        else:
+            run = device.run(deployment, built.inputs, policy)
         if rewrite is not None:
             run = replace(run, outputs=tuple(rewrite(run.outputs)))
         name = _safe(f"{case.name}--{spec.name}--{recipe_obj.name}")
@@ -215,6 +220,7 @@ class Session:
             outputs=run.outputs,
             timings_us=run.timings_us,
             timing=run.timing,
+            timing_windows=windows,
             counters=run.counters,
             deploy_bytes=deployment.bytes_sent,
             log=run.log,

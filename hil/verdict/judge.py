@@ -33,6 +33,7 @@ class Observation:
     outputs: tuple[Array, ...]
     timings_us: tuple[float, ...] = ()
     timing: str = "measured"
+    timing_windows: int = 1  # target windows timed; the timings are the best one's
     counters: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     deploy_bytes: int = 0
     log: str = ""
@@ -98,7 +99,7 @@ def judge(
         *_partition_checks(report, case.expected_fallback_for(spec.name, recipe.name)),
         *outputs.quantization_checks(reference.outputs, facts, rules),
     ]
-    latency_check = budgets.latency_check(budget, latency, reference.beside)
+    latency_check = budgets.latency_check(budget, latency, reference.beside, seen.timing_windows)
     if latency_check is not None:
         checks.append(latency_check)
     checks += budgets.counter_checks(seen.counters, case, spec, recipe.name, artifact.size)

@@ -123,6 +123,8 @@ def test_latency_budget_breach_fails_with_both_numbers(session: Session) -> None
                 budget_vs_eager={"host/portable": 1e-3})  # fmt: skip
     result = session.check(case, "host", "portable")
     assert result.outputs_ok and result.verdict == "OVER BUDGET"
+    (budget,) = [c for c in result.checks if c.question is Question.BUDGET]
+    assert "best of 3 target windows" in budget.basis  # a breach is timed again, twice
     with pytest.raises(BudgetExceeded, match=r"latency \(min\) vs eager PyTorch on this machine: vs_eager = .*, limit <= 0.001"):
         result.raise_for_failures()
 
