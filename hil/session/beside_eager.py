@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 
 from hil.session.references import best_of
 from hil.targets.base import RunResult
-from hil.verdict.budgets import LatencyStats
+from hil.verdict.budgets import Budget, LatencyStats, latency_check, latency_stats
+from hil.verdict.checks import Status
 
 EXTRA_WINDOWS = 2  # target windows timed again when the first is over its budget
 
@@ -35,15 +36,15 @@ class TimedBeside:
 def run_beside_eager(
     run_target: Callable[[], RunResult],
     time_eager: Callable[[], LatencyStats | None],
-    limit: float,
+    budget: Budget,
 ) -> TimedBeside:
-    """Run the target between two eager windows; time it again while its best time over
-    eager's is above `limit` (a ratio), at most EXTRA_WINDOWS more times."""
+    """Run the target between two eager windows; time it again while the window fails
+    `budget` (one relative to eager), at most EXTRA_WINDOWS more times."""
     before = time_eager()
     run = run_target()
     eager = best_of(before, time_eager())
     windows = 1
-    while windows <= EXTRA_WINDOWS and _over(run, eager, limit):
+    while windows <= EXTRA_WINDOWS and _over(run, eager, budget):
         again = run_target()
         eager = best_of(eager, time_eager())
         windows += 1
@@ -52,9 +53,8 @@ def run_beside_eager(
     return TimedBeside(run, eager, windows)
 
 
-def _over(run: RunResult, eager: LatencyStats | None, limit: float) -> bool:
-    """Whether the window breaches the budget (a window that cannot be judged is not timed
-    again: it is NOT JUDGED however often it is repeated)."""
-    if not run.timings_us or eager is None or eager.min_us <= 0:
-        return False
-    return min(run.timings_us) / eager.min_us > limit
+def _over(run: RunResult, eager: LatencyStats | None, budget: Budget) -> bool:
+    """Whether the window fails its budget, by the rule the verdict applies (a window that
+    cannot be judged is not timed again: it is NOT JUDGED however often it is repeated)."""
+    check = latency_check(budget, latency_stats(run.timings_us, run.timing), eager)
+    return check is not None and check.status is Status.FAIL

@@ -201,7 +201,7 @@ class Session:
         windows = 1
         if budget is not None and budget.kind is BudgetKind.VS_EAGER:
             timed = run_beside_eager(lambda: device.run(deployment, built.inputs, policy),
-                                     lambda: time_eager(built), budget.limit)  # fmt: skip
+                                     lambda: time_eager(built), budget)  # fmt: skip
             run, windows = timed.run, timed.windows
             reference = replace(reference, beside=timed.eager)
         else:

@@ -9,7 +9,7 @@ import numpy as np
 
 from hil.session.beside_eager import EXTRA_WINDOWS, run_beside_eager
 from hil.targets.base import RunResult
-from hil.verdict.budgets import LatencyStats, latency_stats
+from hil.verdict.budgets import Budget, BudgetKind, LatencyStats, latency_stats
 
 
 def windows_of(*best_us: float) -> tuple[Callable[[], RunResult], list[RunResult]]:
@@ -27,6 +27,9 @@ def windows_of(*best_us: float) -> tuple[Callable[[], RunResult], list[RunResult
     return run, made
 
 
+WITHIN_2X = Budget(2.0, "min", "case budget_vs_eager 'host/portable'", BudgetKind.VS_EAGER)
+
+
 def eager_at(*best_us: float) -> Callable[[], LatencyStats | None]:
     times = iter(best_us)
     return lambda: latency_stats([next(times), 999.0])
@@ -34,14 +37,14 @@ def eager_at(*best_us: float) -> Callable[[], LatencyStats | None]:
 
 def test_a_window_within_budget_is_timed_once() -> None:
     run, made = windows_of(150.0)
-    timed = run_beside_eager(run, eager_at(100.0, 120.0), limit=2.0)
+    timed = run_beside_eager(run, eager_at(100.0, 120.0), WITHIN_2X)
     assert timed.windows == 1 and len(made) == 1
     assert timed.eager is not None and timed.eager.min_us == 100.0  # the better eager window
 
 
 def test_one_loaded_window_is_timed_again_and_the_best_is_judged() -> None:
     run, made = windows_of(400.0, 180.0)  # load came during the first window only
-    timed = run_beside_eager(run, eager_at(100.0, 100.0, 110.0), limit=2.0)
+    timed = run_beside_eager(run, eager_at(100.0, 100.0, 110.0), WITHIN_2X)
     assert timed.windows == 2 and len(made) == 2
     assert min(timed.run.timings_us) == 180.0  # the best window's timings
     assert timed.run.outputs[0][0] == 0  # the outputs judged are the first run's
@@ -49,7 +52,7 @@ def test_one_loaded_window_is_timed_again_and_the_best_is_judged() -> None:
 
 def test_a_real_regression_is_over_in_every_window() -> None:
     run, made = windows_of(400.0, 390.0, 410.0, 1.0)
-    timed = run_beside_eager(run, eager_at(100.0, 100.0, 100.0, 100.0), limit=2.0)
+    timed = run_beside_eager(run, eager_at(100.0, 100.0, 100.0, 100.0), WITHIN_2X)
     assert timed.windows == 1 + EXTRA_WINDOWS and len(made) == 1 + EXTRA_WINDOWS
     assert timed.eager is not None
     assert min(timed.run.timings_us) / timed.eager.min_us > 2.0  # still over: it fails
@@ -57,5 +60,5 @@ def test_a_real_regression_is_over_in_every_window() -> None:
 
 def test_a_window_that_cannot_be_judged_is_not_repeated() -> None:
     run, made = windows_of(400.0)
-    timed = run_beside_eager(run, lambda: None, limit=2.0)  # eager gave no timings
+    timed = run_beside_eager(run, lambda: None, WITHIN_2X)  # eager gave no timings
     assert timed.windows == 1 and len(made) == 1 and timed.eager is None
