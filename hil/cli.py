@@ -17,6 +17,7 @@ from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
 from hil.explore import command as explore_command
 from hil.report import command as report_command
+from hil.sdk import command as sdk_command
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -143,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(run=cmd_doctor)
 
     report_command.add_parser(commands)
+    sdk_command.add_parser(commands)
     check_command.add_parser(commands)
     explore_command.add_parser(commands)
     return parser

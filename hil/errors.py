@@ -14,6 +14,10 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     ├── ReportError           a results folder or report is unreadable or fails its schema
     ├── ExplainError          the first-divergent-operator explainer cannot work on an
     │                         artifact (missing or damaged side files, no delegates)
+    ├── SdkError              `hil sdk build` cannot make a bare-metal ExecuTorch (hil.sdk)
+    │   ├── SdkSourceMissing  a source tree lacks a piece (an empty submodule, an old driver,
+    │   │                     a compiler without the CPU, CMake too old), named with the fix
+    │   └── SdkBuildFailed    a configure, build or install stage failed (its log kept)
     ├── ExploreError          `hil explore` cannot show a model (hil.explore)
     │   ├── ArtifactMissing   the case was never exported (and --no-export refuses to)
     │   ├── PortInUse         the viewer's port on 127.0.0.1 is taken
@@ -208,6 +212,23 @@ class ExplainError(HilError):
     """The first-divergent-operator explainer (hil.explain) cannot work on an artifact: its
     .pte or a side file it needs is missing or damaged, the program cannot be re-exported or
     run with its intermediates kept, or it has nothing to explain."""
+
+
+class SdkError(HilError):
+    """`hil sdk build` cannot make a bare-metal ExecuTorch for a board (hil.sdk)."""
+
+
+class SdkSourceMissing(SdkError):
+    """A source tree the build needs lacks a piece; the message names it, `fix` says how to
+    get it. Raised before anything is configured, so nothing is half built."""
+
+
+class SdkBuildFailed(SdkError):
+    """A stage of the SDK build failed; `log_path` is its full log, kept beside the SDK."""
+
+    def __init__(self, message: str, *, fix: str | None = None, log_path: str = "") -> None:
+        super().__init__(message, fix=fix)
+        self.log_path = log_path
 
 
 class ExploreError(HilError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,16 @@ def session(repo_devices: DeviceRegistry, shared_cache: Path, tmp_path: Path) ->
         devices=repo_devices, cache_dir=shared_cache, results_dir=tmp_path / "results"
     ) as s:
         yield s
+
+
+# What HIL_SDK_DIR said before the tests hid it (tests that use a developer's SDK read it).
+OUTER_SDK_DIR = os.environ.get("HIL_SDK_DIR", str(REPO / ".hil" / "sdk"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_sdk_of_this_checkout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests see no SDK unless they make one: an SDK a developer built into .hil/sdk would
+    otherwise turn every echo build of a bare-metal runner into an ExecuTorch one."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HIL_SDK_DIR", str(tmp_path_factory.getbasetemp() / "no-sdk"))
+        yield

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 from hil.devices import DeviceSpec
 from hil.doctor import MISSING, NOTE, OK, Finding, finding_from
@@ -105,14 +106,29 @@ def check_ssh(spec: DeviceSpec) -> Iterator[Finding]:
 
 
 def _bare_metal_engine(config: firmware.FirmwareConfig) -> Finding:
-    """A bare-metal runner without EXECUTORCH_ROOT gets the echo engine: no model runs on it."""
-    if config.defines.get("HIL_ENGINE_EXECUTORCH") == "OFF" or os.environ.get("EXECUTORCH_ROOT"):
-        return Finding("runner engine", OK, "as configured")
-    fix = ("build ExecuTorch for the Cortex-M and export EXECUTORCH_ROOT=<install prefix> "
-           "(firmware/README.md)")  # fmt: skip
+    """A bare-metal runner with no ExecuTorch (no SDK built, no EXECUTORCH_ROOT) gets the echo
+    engine: no model runs on it. Says which install it links, or the `hil sdk build` line."""
+    from hil.sdk.boards import board_of_preset
+    from hil.sdk.command import build_line
+
+    if config.defines.get("HIL_ENGINE_EXECUTORCH") == "OFF":
+        return Finding("runner engine", OK, "echo (HIL_ENGINE_EXECUTORCH=OFF)")
+    root = firmware.bare_metal_executorch_root(config)
+    if root is not None:
+        return Finding("runner engine", OK, f"ExecuTorch from {executorch_source(root)}")
+    board = board_of_preset(config.preset, config.npu)
+    fix = (build_line(board, config.device) if board is not None
+           else "export EXECUTORCH_ROOT=<install prefix> (firmware/README.md)")  # fmt: skip
     error = TargetUnavailable(
-        f"EXECUTORCH_ROOT is not set: the {config.preset} runner gets the echo engine, which "
-        "runs no model (hil selftest works)",
+        f"no ExecuTorch SDK is built for the {config.preset} runner (and EXECUTORCH_ROOT is "
+        "not set): it gets the echo engine, which runs no model (hil selftest works)",
         fix=fix,
     )
     return Finding("runner engine", MISSING, error.message, fix, error)
+
+
+def executorch_source(prefix: Path | None) -> str:
+    """Where a bare-metal runner's ExecuTorch comes from, as doctor says it."""
+    if os.environ.get("EXECUTORCH_ROOT"):
+        return f"EXECUTORCH_ROOT={prefix}"
+    return f"the SDK {prefix} (hil sdk build)"

@@ -9,10 +9,11 @@ from collections.abc import Iterator
 
 from hil.devices import DeviceSpec
 from hil.doctor import MISSING, NOTE, OK, Finding, finding_from
-from hil.doctor.checks import compiler, runner_build
+from hil.doctor.checks import compiler, executorch_source, runner_build
 from hil.errors import HilError
 from hil.fvp import locate
 from hil.fvp.config import FvpConfig, fvp_config, runner_firmware
+from hil.runner.firmware import FirmwareConfig
 
 
 def check_fvp(spec: DeviceSpec) -> Iterator[Finding]:
@@ -27,9 +28,10 @@ def check_fvp(spec: DeviceSpec) -> Iterator[Finding]:
         f"the recipes), {config.mode} mode, --timelimit {config.time_limit_s:.0f} s",
     )  # fmt: skip
     yield from _fvp_binary(config)
-    yield _executorch(config)
+    runner = runner_firmware(spec, config)
+    yield _executorch(config, runner)
     yield compiler("arm-none-eabi-gcc")
-    yield runner_build(runner_firmware(spec, config), spec.name)
+    yield runner_build(runner, spec.name)
 
 
 def _fvp_binary(config: FvpConfig) -> Iterator[Finding]:
@@ -42,10 +44,9 @@ def _fvp_binary(config: FvpConfig) -> Iterator[Finding]:
     yield finding_from(what, lambda: f"{binary}: Fast Models {locate.fvp_version(binary)}")
 
 
-def _executorch(config: FvpConfig) -> Finding:
+def _executorch(config: FvpConfig, runner: FirmwareConfig) -> Finding:
     what = "ExecuTorch for the CPU"
     if config.engine == "echo":
         return Finding(what, NOTE, "not needed: the device runs the echo engine (link bring-up)")
-    return finding_from(
-        what, lambda: f"{locate.EXECUTORCH_ENV}={locate.executorch_install(config)}"
-    )
+    return finding_from(what, lambda: executorch_source(locate.executorch_install(config, runner)))
+

@@ -3,6 +3,7 @@ runner an FVP runs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 from hil.devices import DeviceSpec
@@ -37,4 +38,4 @@ def runner_firmware(spec: DeviceSpec, config: FvpSettings) -> firmware.FirmwareC
     if config.engine is not Engine.ECHO:
         return built
     defines = {**built.defines, "HIL_ENGINE_EXECUTORCH": "OFF"}
-    return firmware.FirmwareConfig(built.preset, MappingProxyType(defines))
+    return replace(built, defines=MappingProxyType(defines))

@@ -5,8 +5,9 @@ and `hil doctor` (which lists it) say the same words.
 
 The FVP binary is searched in the device file's connection.fvp_dir, then $HIL_FVP_DIR, then
 PATH. The runner of an FVP links an ExecuTorch built from source for the Cortex-M with the
-Ethos-U delegate and installed by `cmake --install` (EXECUTORCH_ROOT: its include/, lib/ and
-lib/cmake); the pip wheel holds host libraries only.
+Ethos-U delegate: the SDK `hil sdk build` made for the board, or the install prefix
+EXECUTORCH_ROOT names (its include/, lib/ and lib/cmake); the pip wheel holds host libraries
+only.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from hil.fvp import output
 from hil.fvp.config import FvpConfig
 from hil.fvp.errors import FvpLicenceError
 from hil.fvp.platforms import install_steps
+from hil.runner import firmware
+from hil.runner.firmware import FirmwareConfig
 
 FVP_DIR_ENV = "HIL_FVP_DIR"
 EXECUTORCH_ENV = "EXECUTORCH_ROOT"
@@ -95,31 +98,34 @@ LICENCE_FIX = (
 )
 
 
-def executorch_install(config: FvpConfig) -> Path | None:
-    """The bare-metal ExecuTorch install the runner links (None for the echo engine)."""
+def executorch_install(config: FvpConfig, runner: FirmwareConfig) -> Path | None:
+    """The bare-metal ExecuTorch install the runner links (None for the echo engine):
+    EXECUTORCH_ROOT, else the SDK `hil sdk build` made for the platform's board."""
     if config.engine == "echo":
         return None
-    root = os.environ.get(EXECUTORCH_ENV)
-    cpu = config.platform.cpu_name
+    from hil.sdk.boards import board_of_preset
+    from hil.sdk.command import build_line
+
+    board = board_of_preset(runner.preset, runner.npu)
+    line = build_line(board, runner.device) if board is not None else "hil sdk build ..."
     steps = (
-        "build ExecuTorch from source for the Cortex-M with the Ethos-U delegate and install "
-        f"it, then export {EXECUTORCH_ENV}=<install prefix> (README: Setting up an FVP, "
-        "steps 3-4: `cmake --preset arm-baremetal -DCMAKE_INSTALL_PREFIX=... && cmake --build "
-        "... --target install` in an executorch checkout of the installed version)"
+        f"build one from your ExecuTorch checkout: {line} (README: Setting up an FVP); "
+        f"or export {EXECUTORCH_ENV}=<install prefix> of one you built yourself"
     )
-    if not root:
+    prefix = firmware.bare_metal_executorch_root(runner)
+    if prefix is None:
         raise TargetUnavailable(
-            f"the {config.platform.name} runner links ExecuTorch built for the {cpu}, and "
-            f"{EXECUTORCH_ENV} is not set",
+            f"the {config.platform.name} runner links ExecuTorch built for the "
+            f"{config.platform.cpu_name}: no SDK is built for it here and {EXECUTORCH_ENV} "
+            "is not set",
             fix=steps,
         )
-    prefix = Path(root).expanduser().resolve()
     configs = list(prefix.glob("lib/cmake/*/executorch-config.cmake")) + list(
         prefix.glob("lib/cmake/*/ExecuTorchConfig.cmake")
     )
     if not configs:
         raise TargetUnavailable(
-            f"{EXECUTORCH_ENV}={prefix} is not an ExecuTorch install: it has no "
+            f"{prefix} is not an ExecuTorch install: it has no "
             "lib/cmake/*/executorch-config.cmake",
             fix=steps,
         )
@@ -127,8 +133,6 @@ def executorch_install(config: FvpConfig) -> Path | None:
         raise TargetUnavailable(
             f"the ExecuTorch install {prefix} has no Ethos-U delegate "
             "(lib/libexecutorch_delegate_ethos_u.a): models with NPU delegates would not run",
-            fix="configure ExecuTorch with EXECUTORCH_BUILD_ARM_BAREMETAL=ON (the arm-baremetal "
-            "preset does) and install it again",
+            fix=f"build an SDK for the board with its NPU: {line}",
         )
     return prefix
-

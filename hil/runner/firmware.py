@@ -39,6 +39,7 @@ from hil.errors import DeployError, TargetUnavailable
 from hil.locks import file_lock
 from hil.runner.aarch64_sdk import executorch_root, runner_bundle
 from hil.runner.folders import default_firmware_dir
+from hil.sdk.store import sdk_for_preset
 from hil.settings import FvpSettings, SerialSettings, SshSettings
 from hil.settings.common import FIRMWARE_PRESETS, FirmwareChoice
 
@@ -65,6 +66,11 @@ INSTALL_HINT = {
 class FirmwareConfig:
     preset: str
     defines: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Which SDK a bare-metal runner links when nothing names one (hil.sdk.store): the SDK of
+    # this device's NPU, built for this device first. Not part of the build's identity: the
+    # install it chooses is.
+    npu: str | None = field(default=None, compare=False)
+    device: str | None = field(default=None, compare=False)
 
     @property
     def compiler(self) -> str:
@@ -85,7 +91,7 @@ def firmware_config(spec: DeviceSpec, default_preset: str | None = None) -> Firm
     """The runner configuration a device file asks for (its preset was checked at load)."""
     choice: FirmwareChoice = getattr(spec.settings, "firmware", None) or FirmwareChoice()
     preset = choice.preset or default_preset or default_preset_of(spec)
-    return FirmwareConfig(preset, choice.defines)
+    return FirmwareConfig(preset, choice.defines, npu=spec.npu, device=spec.name)
 
 
 def default_preset_of(spec: DeviceSpec) -> str:
@@ -130,12 +136,16 @@ def _source_digest() -> str:
 
 def bare_metal_executorch_root(config: FirmwareConfig) -> Path | None:
     """The ExecuTorch install a bare-metal preset links: `EXECUTORCH_ROOT` from the defines,
-    else from the environment (the presets read `$env{EXECUTORCH_ROOT}`); None for the echo
-    build (unset, or HIL_ENGINE_EXECUTORCH=OFF)."""
+    else from the environment (the presets read `$env{EXECUTORCH_ROOT}`), else the SDK `hil
+    sdk build` made for the board; None for the echo build (none of them, or
+    HIL_ENGINE_EXECUTORCH=OFF)."""
     if PRESETS[config.preset][1] or config.defines.get("HIL_ENGINE_EXECUTORCH") == "OFF":
         return None
     raw = config.defines.get("EXECUTORCH_ROOT", os.environ.get("EXECUTORCH_ROOT", ""))
-    return Path(raw).resolve() if raw else None
+    if raw:
+        return Path(raw).resolve()
+    sdk = sdk_for_preset(config.preset, config.npu, config.device)
+    return sdk.prefix if sdk is not None else None
 
 
 def install_identity(root: Path) -> dict[str, str]:
@@ -192,20 +202,29 @@ def _pip_cmake() -> Path | None:
     return binary if binary.exists() else None
 
 
-def _cmake() -> str:
+def find_cmake() -> str:
     """pip's cmake first: the executorch package needs CMake >= 3.28, and the system's may be
-    older (Debian 12 ships 3.25) or be first on PATH."""
+    older (Debian 12 ships 3.25) or be first on PATH. Its version is not checked here."""
     beside = Path(sys.executable).parent / "cmake"
     pip_cmake = beside if beside.exists() else _pip_cmake()
     found = str(pip_cmake) if pip_cmake is not None else shutil.which("cmake")
-    fix = "pip install 'cmake>=3.28' into hil's environment (make setup does)"
     if found is None:
-        raise TargetUnavailable("cmake is not installed", fix=fix)
+        raise TargetUnavailable("cmake is not installed", fix=CMAKE_FIX)
+    return found
+
+
+CMAKE_FIX = "pip install 'cmake>=3.28' into hil's environment (make setup does)"
+
+
+def _cmake() -> str:
+    """The CMake the runner builds with, refused when older than 3.28."""
+    found = find_cmake()
     version = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
     numbers = re.search(r"(\d+)\.(\d+)", version)
     if numbers is None or tuple(map(int, numbers.groups())) < CMAKE_MINIMUM:
         seen = numbers.group(0) if numbers else "of unknown version"
-        raise TargetUnavailable(f"{found} is cmake {seen}; the runner needs 3.28 or newer", fix=fix)
+        raise TargetUnavailable(f"{found} is cmake {seen}; the runner needs 3.28 or newer",
+                                fix=CMAKE_FIX)
     return found
 
 

@@ -144,9 +144,11 @@ class Session:
         )
 
     def export(self, case: Case, target: str, recipe: str | None = None) -> Artifact:
-        """The case's artifact for `target`'s recipe, from the cache or exported now; no
-        target is provisioned."""
+        """The case's artifact for `target`'s recipe, from the cache or exported now (or by
+        a worker, after export_ahead); no target is provisioned."""
         recipe_obj = self._recipe(self.devices.get(target), recipe)
+        if self._ahead is not None:
+            self._ahead.wait_for(case, export_source(case.name, recipe_obj.key_material()))
         return self.references.artifact(self.references.built(case), recipe_obj)
 
     def export_ahead(

@@ -69,8 +69,9 @@ class FvpTarget(Target):
     def _firmware_config(self) -> firmware.FirmwareConfig:
         """The runner of connection.firmware (what `hil firmware build` makes too); the
         ExecuTorch install it links is checked first, so a missing one is a clear skip."""
-        locate.executorch_install(self._config)
-        return runner_firmware(self.spec, self._config)
+        runner = runner_firmware(self.spec, self._config)
+        locate.executorch_install(self._config, runner)
+        return runner
 
     def _boot(self) -> None:
         """Start an FVP on the runner and handshake with it."""

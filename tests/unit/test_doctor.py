@@ -84,3 +84,35 @@ def test_cli_doctor_exit_code_is_strict_only_on_request(
                      "--strict"]) == 1  # fmt: skip
     assert cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "host",
                      "--strict"]) == 0  # fmt: skip
+
+
+def test_without_an_sdk_doctor_prints_the_hil_sdk_build_line(
+    no_fvp: None, repo_devices: DeviceRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIL_SDK_DIR", str(tmp_path / "sdk"))
+    qemu = by_what(diagnose(repo_devices.get("qemu-m55")))["runner engine"]
+    assert qemu.status == MISSING and "no ExecuTorch SDK is built" in qemu.detail
+    assert qemu.fix == "hil sdk build --executorch <executorch checkout> --board qemu-m55"
+    fvp = by_what(diagnose(repo_devices.get("fvp-u55")))["ExecuTorch for the CPU"]
+    assert fvp.fix is not None and ("hil sdk build --executorch <executorch checkout> "
+                                    "--ethos-u-driver <ethos-u-core-driver> --cmsis <CMSIS> "
+                                    "--board fvp-u55") in fvp.fix  # fmt: skip
+
+
+def test_an_sdk_built_here_is_found_and_its_checkouts_fill_the_next_line(
+    no_fvp: None, repo_devices: DeviceRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.setenv("HIL_SDK_DIR", str(tmp_path / "sdk"))
+    prefix = tmp_path / "sdk" / "qemu-m55-0123"
+    (prefix / "lib").mkdir(parents=True)
+    (prefix / "sdk.json").write_text(json.dumps({
+        "board": {"name": "qemu-m55", "npu": None}, "device": "qemu-m55", "built_at": 1.0,
+        "sources": {"executorch": "/src/executorch", "cmsis_nn": "/src/cmsis-nn"},
+    }))  # fmt: skip
+    qemu = by_what(diagnose(repo_devices.get("qemu-m55")))["runner engine"]
+    assert qemu.status == OK and qemu.detail == f"ExecuTorch from the SDK {prefix} (hil sdk build)"
+    fvp = by_what(diagnose(repo_devices.get("fvp-u85")))["ExecuTorch for the CPU"]
+    assert fvp.fix is not None and ("hil sdk build --executorch /src/executorch --cmsis-nn "
+                                    "/src/cmsis-nn --ethos-u-driver") in fvp.fix  # fmt: skip

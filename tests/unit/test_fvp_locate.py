@@ -11,7 +11,7 @@ import pytest
 from hil.devices import parse_device
 from hil.errors import TargetUnavailable
 from hil.fvp import locate
-from hil.fvp.config import fvp_config
+from hil.fvp.config import fvp_config, runner_firmware
 
 
 def config(tmp_path: Path, **connection: Any) -> Any:
@@ -59,21 +59,35 @@ def test_search_order_is_fvp_dir_then_env_then_path(tmp_path: Path,
     assert locate.fvp_version(in_conf) == "11.22.35 (Aug 18 2023)"
 
 
+def install(tmp_path: Path, **connection: Any) -> Path | None:
+    spec = parse_device({
+        "name": "fvp-x", "kind": "fvp", "npu": "ethos-u55-128",
+        "recipes": [{"name": "ethos-u", "options": {"accelerator_config": "ethos-u55-128"}}],
+        "connection": {"platform": "corstone-300", **connection},
+    }, tmp_path / "fvp-x.yaml")  # fmt: skip
+    settings = fvp_config(spec)
+    return locate.executorch_install(settings, runner_firmware(spec, settings))
+
+
 def test_executorch_install_is_checked_for_the_ethos_u_delegate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(locate.EXECUTORCH_ENV, raising=False)
-    with pytest.raises(TargetUnavailable, match="EXECUTORCH_ROOT is not set"):
-        locate.executorch_install(config(tmp_path))
+    with pytest.raises(TargetUnavailable) as caught:
+        install(tmp_path)
+    assert "no SDK is built for it here and EXECUTORCH_ROOT is not set" in caught.value.message
+    assert caught.value.fix is not None
+    assert "hil sdk build --executorch <executorch checkout> --ethos-u-driver " in caught.value.fix
+    assert "--board fvp-x" in caught.value.fix
     prefix = tmp_path / "et"
     monkeypatch.setenv(locate.EXECUTORCH_ENV, str(prefix))
     with pytest.raises(TargetUnavailable, match="is not an ExecuTorch install"):
-        locate.executorch_install(config(tmp_path))
+        install(tmp_path)
     (prefix / "lib/cmake/ExecuTorch").mkdir(parents=True)
     (prefix / "lib/cmake/ExecuTorch/executorch-config.cmake").write_text("")
     with pytest.raises(TargetUnavailable, match="has no Ethos-U delegate"):
-        locate.executorch_install(config(tmp_path))
+        install(tmp_path)
     (prefix / "lib/libexecutorch_delegate_ethos_u.a").write_bytes(b"!<arch>\n")
-    assert locate.executorch_install(config(tmp_path)) == prefix.resolve()
-    assert locate.executorch_install(config(tmp_path, engine="echo")) is None
+    assert install(tmp_path) == prefix.resolve()
+    assert install(tmp_path, engine="echo") is None
     assert os.environ[locate.EXECUTORCH_ENV] == str(prefix)

@@ -1,0 +1,177 @@
+"""`hil sdk build` and `hil sdk list`: the command line over hil.sdk."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from hil.devices import DeviceRegistry, DeviceSpec
+from hil.errors import UsageError
+from hil.sdk.boards import BOARDS, SdkBoard, board_of_preset
+
+SUITES = "suites"
+
+
+def add_parser(commands: Any) -> None:
+    sdk = commands.add_parser("sdk", help="ExecuTorch built for a board's CPU (and NPU)")
+    sdk_commands = sdk.add_subparsers(dest="sdk_command", required=True)
+    build = sdk_commands.add_parser(
+        "build", help="build ExecuTorch and the Ethos-U driver for a board from your checkouts",
+        description="Check the source trees, choose the kernels from the programs the board "
+        "runs, and build, install and record an SDK in .hil/sdk/ (HIL_SDK_DIR) that the "
+        "board's runner links by itself. Nothing is downloaded.",
+    )  # fmt: skip
+    build.add_argument("--executorch", type=Path, required=True, metavar="PATH",
+                       help="an ExecuTorch checkout with its submodules")
+    build.add_argument("--cmsis-nn", type=Path, metavar="PATH", help="a CMSIS-NN checkout "
+                       "(default: the one ExecuTorch's examples/arm/setup.sh checks out)")
+    build.add_argument("--ethos-u-driver", type=Path, metavar="PATH",
+                       help="ethos-u-core-driver, for a board with an NPU (default: setup.sh's)")
+    build.add_argument("--cmsis", type=Path, metavar="PATH",
+                       help="CMSIS (5 or 6) for the driver's core headers (default: setup.sh's)")
+    build.add_argument("--board", default="qemu-m55",
+                       help=f"{', '.join(BOARDS)} or a device name (default qemu-m55)")
+    build.add_argument("--ops-from", nargs="+", metavar="SUITE_OR_PTE",
+                       help="the programs whose kernels to register: .pte files, or test "
+                       "paths collected for the board's device (default: suites)")
+    build.add_argument("--full", action="store_true",
+                       help="with a suite: its cases tagged full too (--hil-full)")
+    build.add_argument("--jobs", type=int, default=None,
+                       help="parallel compile jobs (default: every core)")
+    build.add_argument("--force", action="store_true", help="build again even if built")
+    build.add_argument("--keep-build", action="store_true",
+                       help="keep the CMake build trees inside the SDK (for debugging)")
+    build.add_argument("--dry-run", action="store_true",
+                       help="check and plan, print the commands, build nothing")
+    build.set_defaults(run=run_build)
+    listing = sdk_commands.add_parser("list", help="the SDKs built here")
+    listing.set_defaults(run=run_list)
+
+
+def resolve_board(name: str, registry: DeviceRegistry | None) -> tuple[SdkBoard, DeviceSpec | None]:
+    """`--board NAME`: a board above, or a device whose runner is built for one (its own NPU
+    and its suites then decide the SDK). Unknown names are a UsageError listing both kinds."""
+    if name in BOARDS:
+        board = BOARDS[name]
+        known = registry is not None and board.device in registry
+        return board, registry.get(board.device) if known and registry is not None else None
+    if registry is None or name not in registry:
+        devices = ", ".join(s.name for s in registry) if registry is not None else "none"
+        raise UsageError(
+            f"--board {name}: neither a board ({', '.join(BOARDS)}) nor a known device "
+            f"({devices})"
+        )
+    from hil.runner.firmware import firmware_config
+
+    spec = registry.get(name)
+    preset = firmware_config(spec).preset
+    served = board_of_preset(preset, spec.npu)
+    if served is None:
+        raise UsageError(
+            f"--board {name}: that device's runner (preset {preset}) is not a bare-metal "
+            f"build; an SDK is for {', '.join(BOARDS)} or a device built for one"
+        )
+    return replace(served, device=spec.name), spec
+
+
+def _say(line: str) -> None:
+    print(f"hil sdk: {line}", flush=True)
+
+
+def _jobs(value: int | None) -> int:
+    if value is not None and value < 1:
+        raise UsageError(f"--jobs {value}: give 1 or more")
+    return value or len(os.sched_getaffinity(0))
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from hil.devices import DeviceRegistry, default_device_dirs
+    from hil.sdk import build, sources
+
+    dirs = [Path(d) for d in args.devices] if getattr(args, "devices", None) else (
+        default_device_dirs())  # fmt: skip
+    registry = DeviceRegistry.from_dirs(dirs)
+    board, spec = resolve_board(args.board, registry)
+    trees = sources.resolve(board, args.executorch, args.cmsis_nn, args.ethos_u_driver,
+                            args.cmsis)  # fmt: skip
+    # The trees and tools first: a missing piece must not wait behind minutes of export.
+    _, cmake_version = sources.cmake_binary()
+    sources.check(trees, board, cmake_version)
+    programs = _programs(args, board.device if spec is None else spec.name)
+    plan = build.plan_sdk(board, trees, programs, jobs=_jobs(args.jobs))
+    selection = plan.selection
+    _say(f"{board.describe()}: {len(selection.portable)} portable operators from "
+         f"{len(programs)} programs, {selection.max_kernel_num} kernels in the registry")
+    if selection.unavailable:
+        _say(f"no kernel in this ExecuTorch for {', '.join(selection.unavailable)}: programs "
+             "calling them get MISSING KERNEL on the board")
+    if args.dry_run:
+        for step in plan.steps:
+            print(f"# {step.stage}\n{shlex.join(step.command)}")
+        print(f"# SDK: {plan.prefix}")
+        return 0
+    done = build.build_sdk(plan, _say, device=board.device, force=args.force,
+                           keep_build=args.keep_build)  # fmt: skip
+    if not done.built_now:
+        _say(f"already built: {done.sdk.prefix}")
+    _say(f"registers {', '.join(selection.portable)} (portable), the quantized, cortex_m and "
+         f"prim kernels: {len(selection.registered)} operators")
+    _say(f"next: pytest suites --target={board.device}   (the runner finds this SDK itself)")
+    print(done.sdk.prefix)
+    return 0
+
+
+def _programs(args: argparse.Namespace, device: str) -> list[Path]:
+    """The .pte files given, and those of the suites given (default: ./suites)."""
+    items = args.ops_from or ([SUITES] if Path(SUITES).is_dir() else [])
+    if not items:
+        raise UsageError("no programs to choose kernels from: ./suites is not here",
+                         fix="pass --ops-from with .pte files or a test folder")  # fmt: skip
+    ptes = [Path(i) for i in items if i.endswith(".pte")]
+    for pte in ptes:
+        if not pte.is_file():
+            raise UsageError(f"--ops-from {pte}: no such file")
+    suites = [i for i in items if not i.endswith(".pte")]
+    if not suites:
+        return ptes
+    from hil.sdk.suite_programs import suite_programs
+
+    found = suite_programs(suites, device, _say, ["--hil-full"] if args.full else [])
+    for check, why in found.failed:
+        _say(f"not counted (its export failed, the run will say so): {check}: {why}")
+    return [*ptes, *found.programs]
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from hil.sdk.store import default_sdk_dir, list_sdks
+
+    sdks = list_sdks()
+    if not sdks:
+        print(f"no SDK in {default_sdk_dir()}; build one: {build_line(BOARDS['qemu-m55'])}")
+        return 0
+    for sdk in sdks:
+        print(f"{sdk.board:<14} {sdk.device or '-':<12} {sdk.describe()}")
+    return 0
+
+
+def build_line(board: SdkBoard, name: str | None = None) -> str:
+    """The `hil sdk build` a user should run for a board (`name`: the device, when it is not
+    the board's own): with the source paths of an SDK built here before, when there is one
+    (the same checkouts serve every board)."""
+    from hil.sdk.store import list_sdks
+
+    earlier = next(iter(list_sdks()), None)
+    trees = dict(earlier.record.get("sources", {})) if earlier else {}
+    checkout = trees.get("executorch", "<executorch checkout>")
+    words = ["hil", "sdk", "build", "--executorch", checkout]
+    if "cmsis_nn" in trees:
+        words += ["--cmsis-nn", trees["cmsis_nn"]]
+    if board.npu:
+        words += ["--ethos-u-driver", trees.get("ethos_u_driver", "<ethos-u-core-driver>"),
+                  "--cmsis", trees.get("cmsis", "<CMSIS>")]
+    words += ["--board", name or board.name]
+    return " ".join(shlex.quote(w) if not w.startswith("<") else w for w in words)
