@@ -31,13 +31,26 @@ APT_PROBES   := qemu-system-arm qemu-aarch64 arm-none-eabi-gcc aarch64-linux-gnu
 	ser2net chromium ninja
 APT_HEADERS  := /usr/include/zlib.h /usr/include/openssl/sha.h
 
-.PHONY: suites test setup system-deps lint bench clean
+.PHONY: suites suites-m55 test setup system-deps lint bench clean
 
 # The suites end by writing the certification report (also when a case failed) and print its
 # path; the exit status stays pytest's. REPORT_ARGS="--baseline OLD/report.json" adds the changes.
 suites: setup
 	status=0; $(BIN)/pytest suites $(addprefix --target=,$(SUITE_TARGETS)) \
 		--hil-results-dir=$(RESULTS_DIR) --alluredir=$(ALLURE_DIR) --clean-alluredir $(SUITE_ARGS) \
+		|| status=$$?; \
+	$(BIN)/hil report --results $(RESULTS_DIR) --out $(REPORT_DIR) $(REPORT_ARGS) \
+		|| { rc=$$?; [ $$status -ne 0 ] || status=$$rc; }; \
+	exit $$status
+
+# The emulated Cortex-M55 running ExecuTorch built from your checkout: `hil sdk build` (minutes
+# the first time; at once while the sources, kernels and tools are unchanged), then the suites
+# on qemu-m55. EXECUTORCH: an ExecuTorch checkout with submodules; CMSIS_NN: a CMSIS-NN
+# checkout, when it is not where ExecuTorch's examples/arm/setup.sh puts it.
+suites-m55: setup
+	@[ -n "$(EXECUTORCH)" ] || { echo "usage: make suites-m55 EXECUTORCH=<executorch checkout> [CMSIS_NN=<CMSIS-NN checkout>]"; exit 2; }
+	$(BIN)/hil sdk build --executorch $(EXECUTORCH) $(if $(CMSIS_NN),--cmsis-nn $(CMSIS_NN)) --board qemu-m55
+	status=0; $(BIN)/pytest suites --target=qemu-m55 --hil-results-dir=$(RESULTS_DIR) $(SUITE_ARGS) \
 		|| status=$$?; \
 	$(BIN)/hil report --results $(RESULTS_DIR) --out $(REPORT_DIR) $(REPORT_ARGS) \
 		|| { rc=$$?; [ $$status -ne 0 ] || status=$$rc; }; \

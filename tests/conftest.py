@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import outer_env  # noqa: F401  (first: it reads the environment before fixtures change it)
 import pytest
 
 from hil.devices import DeviceRegistry
@@ -31,10 +31,6 @@ def session(repo_devices: DeviceRegistry, shared_cache: Path, tmp_path: Path) ->
         devices=repo_devices, cache_dir=shared_cache, results_dir=tmp_path / "results"
     ) as s:
         yield s
-
-
-# What HIL_SDK_DIR said before the tests hid it (tests that use a developer's SDK read it).
-OUTER_SDK_DIR = os.environ.get("HIL_SDK_DIR", str(REPO / ".hil" / "sdk"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -38,6 +38,8 @@ from hil.runner import messages as m
 from hil.runner.client import LoadOutcome, RunnerClient
 from hil.runner.file_load import StaleModelFile, load_file
 from hil.runner.pools import check_fits, pool_counters
+from hil.runner.pte_plan import read_plans
+from hil.sdk.kernels import KernelList
 from hil.settings.common import LinkPolicy
 from hil.transports import Link
 
@@ -134,6 +136,10 @@ class RunnerDriver:
         self.info: m.RunnerInfo | None = None
         self._held: str | None = None
         self._methods: dict[str, m.MethodInfo] = {}
+        # The kernels the runner's ExecuTorch registers, where its SDK lists them: a program
+        # calling another operator is refused before any byte is sent (else the runner's own
+        # MISSING_OPERATOR at load decides).
+        self.kernels: KernelList | None = None
 
     # -- handshake ---------------------------------------------------------------------------
 
@@ -206,6 +212,11 @@ class RunnerDriver:
         # planned memory and inputs are refused here, with the sizes; the model pool by the
         # load itself (the client checks first, the runner too)
         if not self.echo:
+            if self.kernels is not None:
+                used = {op for plan in read_plans(data) for op in plan.operators}
+                missing = self.kernels.missing_for(self.name, artifact.pte_path, used)
+                if missing is not None:
+                    raise missing
             check_fits(self.name, data, {k: v for k, v in info.pools.items() if k != "model"})
         doing = f"loading {artifact.pte_path.name}"
         files = self.files

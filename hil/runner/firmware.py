@@ -39,6 +39,7 @@ from hil.errors import DeployError, TargetUnavailable
 from hil.locks import file_lock
 from hil.runner.aarch64_sdk import executorch_root, runner_bundle
 from hil.runner.folders import default_firmware_dir
+from hil.sdk.kernels import KernelList, read_kernel_list
 from hil.sdk.store import sdk_for_preset
 from hil.settings import FvpSettings, SerialSettings, SshSettings
 from hil.settings.common import FIRMWARE_PRESETS, FirmwareChoice
@@ -146,6 +147,13 @@ def bare_metal_executorch_root(config: FirmwareConfig) -> Path | None:
         return Path(raw).resolve()
     sdk = sdk_for_preset(config.preset, config.npu, config.device)
     return sdk.prefix if sdk is not None else None
+
+
+def registered_kernels(config: FirmwareConfig) -> KernelList | None:
+    """The operators a bare-metal runner's ExecuTorch registers, when its install lists them
+    (an SDK's kernels.json; an install built by hand has none)."""
+    root = bare_metal_executorch_root(config)
+    return read_kernel_list(root / "kernels.json") if root is not None else None
 
 
 def install_identity(root: Path) -> dict[str, str]:

@@ -8,6 +8,7 @@ choose its kernels when `--ops-from` is not given.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -55,3 +56,17 @@ def board_of_preset(preset: str, npu: str | None = None) -> SdkBoard | None:
         if preset in board.presets:
             return replace(board, npu=npu) if npu and board.npu else board
     return None
+
+
+def command_line(trees: Mapping[str, str], board: SdkBoard, name: str | None = None) -> str:
+    """`hil sdk build` for `board` (or the device `name`) from the source trees by name
+    (executorch, cmsis_nn, ethos_u_driver, cmsis); placeholders for trees not known."""
+    checkout = trees.get("executorch", "<executorch checkout>")
+    words = ["hil", "sdk", "build", "--executorch", checkout]
+    if "cmsis_nn" in trees:
+        words += ["--cmsis-nn", trees["cmsis_nn"]]
+    if board.npu:
+        words += ["--ethos-u-driver", trees.get("ethos_u_driver", "<ethos-u-core-driver>"),
+                  "--cmsis", trees.get("cmsis", "<CMSIS>")]
+    words += ["--board", name or board.name]
+    return " ".join(w if w.startswith("<") else shlex.quote(w) for w in words)

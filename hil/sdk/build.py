@@ -30,7 +30,7 @@ from hil.locks import file_lock
 from hil.progress import Progress
 from hil.runner.firmware import CMAKE_FIX, CMAKE_MINIMUM
 from hil.sdk import kernels, sources
-from hil.sdk.boards import SdkBoard
+from hil.sdk.boards import SdkBoard, command_line
 from hil.sdk.identity import tree_digest
 from hil.sdk.plan import SdkPlan, Step, Tools, find_flatc, has_ninja, make_plan
 from hil.sdk.store import KERNELS, LOG, RECORD, Sdk, default_sdk_dir, read_sdk
@@ -132,7 +132,9 @@ def build_sdk(plan: SdkPlan, progress: Progress, *, device: str | None = None,
                 fix="report this to hil (its kernel count missed a library)",
                 log_path=str(log_file),
             )  # fmt: skip
-        kernels.write_kernel_list(prefix / KERNELS, registered, plan.selection.max_kernel_num)
+        trees = {name: str(path) for name, path in plan.sources.trees().items()}
+        kernels.write_kernel_list(prefix / KERNELS, registered, plan.selection.max_kernel_num,
+                                  catalogue, command_line(trees, plan.board, device))
         _write_version(plan)
         record = _record(plan, device, seconds, time.monotonic() - started)
         (prefix / RECORD).write_text(json.dumps(record, indent=1))

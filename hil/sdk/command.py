@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from hil.devices import DeviceRegistry, DeviceSpec
 from hil.errors import UsageError
-from hil.sdk.boards import BOARDS, SdkBoard, board_of_preset
+from hil.sdk.boards import BOARDS, SdkBoard, board_of_preset, command_line
 
 SUITES = "suites"
 
@@ -111,7 +110,7 @@ def run_build(args: argparse.Namespace) -> int:
              "calling them get MISSING KERNEL on the board")
     if args.dry_run:
         for step in plan.steps:
-            print(f"# {step.stage}\n{shlex.join(step.command)}")
+            print(f"# {step.stage}\n{' '.join(step.command)}")
         print(f"# SDK: {plan.prefix}")
         return 0
     done = build.build_sdk(plan, _say, device=board.device, force=args.force,
@@ -166,12 +165,4 @@ def build_line(board: SdkBoard, name: str | None = None) -> str:
 
     earlier = next(iter(list_sdks()), None)
     trees = dict(earlier.record.get("sources", {})) if earlier else {}
-    checkout = trees.get("executorch", "<executorch checkout>")
-    words = ["hil", "sdk", "build", "--executorch", checkout]
-    if "cmsis_nn" in trees:
-        words += ["--cmsis-nn", trees["cmsis_nn"]]
-    if board.npu:
-        words += ["--ethos-u-driver", trees.get("ethos_u_driver", "<ethos-u-core-driver>"),
-                  "--cmsis", trees.get("cmsis", "<CMSIS>")]
-    words += ["--board", name or board.name]
-    return " ".join(shlex.quote(w) if not w.startswith("<") else w for w in words)
+    return command_line(trees, board, name)

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from hil.errors import SdkBuildFailed, SdkSourceMissing, UsageError
+from hil.errors import MissingKernel, SdkBuildFailed, SdkSourceMissing, UsageError
 from hil.runner.pte_plan import NotAProgram, read_plans
 
 PORTABLE_YAML = Path("kernels/portable/functions.yaml")
@@ -39,6 +39,9 @@ PRIM_ARRAY = re.compile(r"static\s+Kernel\s+prim_ops\s*\[\s*\]\s*=\s*\{(.*?)^\};
                         re.DOTALL | re.MULTILINE)  # fmt: skip
 PRIM_NAME = re.compile(r'Kernel\s*\(\s*"([^"]+)"')
 LIBRARIES = ("portable", "quantized", "cortex_m", "prim")
+# Programs that need no portable kernel (an NPU-only model) still get a selective build:
+# ExecuTorch reads an empty select list as "every portable kernel". One small kernel keeps it.
+FLOOR = "aten::view_copy.out"
 # The registration libraries' generated operator lists in an ExecuTorch build tree.
 BUILT_LISTS = {
     "portable": "executorch_selected_kernels/selected_operators.yaml",
@@ -142,6 +145,8 @@ def select(cat: Catalogue, used: Iterable[str], sources: Iterable[str] = ()) -> 
     registry size that holds them all."""
     wanted = set(used)
     portable = sorted(op for op in wanted if op in cat.libraries["portable"])
+    if not portable and FLOOR in cat.libraries["portable"]:
+        portable = [FLOOR]  # an empty select list would mean every portable kernel
     unavailable = sorted(op for op in wanted if cat.library_of(op) is None)
     whole = [lib for lib in LIBRARIES if lib != "portable"]
     registered = sorted({*portable, *(op for lib in whole for op in cat.libraries[lib])})
@@ -178,18 +183,63 @@ def built_kernel_count(registrations: Mapping[str, list[str]], cat: Catalogue) -
     return total
 
 
-def write_kernel_list(path: Path, registrations: Mapping[str, list[str]], size: int) -> None:
+def write_kernel_list(path: Path, registrations: Mapping[str, list[str]], size: int,
+                      cat: Catalogue, rebuild: str) -> None:  # fmt: skip
+    """kernels.json: what the SDK registers, what its ExecuTorch could have registered, and
+    the command that builds it again (with more programs)."""
     operators = sorted({op for ops in registrations.values() for op in ops})
+    available = sorted({op for ops in cat.libraries.values() for op in ops})
     path.write_text(json.dumps({
         "operators": operators, "by_library": dict(registrations), "max_kernel_num": size,
+        "available": available, "rebuild": rebuild,
     }, indent=1))  # fmt: skip
 
 
-def read_kernel_list(path: Path) -> frozenset[str] | None:
-    """An SDK's registered operators (kernels.json), or None when it has no readable list."""
+@dataclass(frozen=True)
+class KernelList:
+    """An SDK's registered operators: what decides MISSING KERNEL on its board."""
+
+    operators: frozenset[str]
+    available: frozenset[str]  # every operator its ExecuTorch tree has a kernel for
+    rebuild: str  # `hil sdk build ...` of this SDK
+    path: Path
+
+    def missing_for(self, name: str, pte: Path, used: Iterable[str]) -> MissingKernel | None:
+        """The MissingKernel of a program calling `used` on this SDK's runner, or None."""
+        missing = sorted(set(used) - self.operators)
+        if not missing:
+            return None
+        selectable = [op for op in missing if op in self.available]
+        absent = [op for op in missing if op not in self.available]
+        said = []
+        if selectable:
+            said.append(f"{', '.join(selectable)} not selected when the SDK was built")
+        if absent:
+            said.append(f"{', '.join(absent)} in no kernel library of its ExecuTorch")
+        fix = (f"rebuild the SDK with this program's kernels: {self.rebuild} --ops-from "
+               f"suites {pte}" if selectable else "export the model without that operator, "
+               "or give ExecuTorch a kernel for it")  # fmt: skip
+        return MissingKernel(
+            f"{name}: the runner's ExecuTorch has no kernel for {', '.join(missing)} "
+            f"({'; '.join(said)}; {self.path})",
+            operator=missing[0], fix=fix,
+        )
+
+
+def read_kernel_list(path: Path) -> KernelList | None:
+    """An SDK's kernel list (kernels.json), or None when it has no readable one (an install
+    built by hand: then the runner itself refuses a program at load)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     operators = data.get("operators") if isinstance(data, dict) else None
-    return frozenset(map(str, operators)) if isinstance(operators, list) else None
+    if not isinstance(operators, list):
+        return None
+    available = data.get("available")
+    return KernelList(
+        frozenset(map(str, operators)),
+        frozenset(map(str, available)) if isinstance(available, list) else frozenset(),
+        str(data.get("rebuild") or "hil sdk build ..."),
+        path,
+    )

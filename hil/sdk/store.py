@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.sdk.boards import SdkBoard, board_of_preset
-from hil.sdk.kernels import read_kernel_list
+from hil.sdk.kernels import KernelList, read_kernel_list
 
 RECORD = "sdk.json"
 KERNELS = "kernels.json"
@@ -57,7 +57,7 @@ class Sdk:
     def built_at(self) -> float:
         return float(self.record.get("built_at", 0.0))
 
-    def kernels(self) -> frozenset[str] | None:
+    def kernels(self) -> KernelList | None:
         return read_kernel_list(self.prefix / KERNELS)
 
     def describe(self) -> str:

@@ -93,6 +93,7 @@ class FvpTarget(Target):
         except BaseException:
             self._shutdown()
             raise
+        self._driver.kernels = firmware.registered_kernels(self._runner.config)
         self.log.info(
             "%s %s on port %d: runner %s (%s, engine %s, ExecuTorch %s); log %s",
             self._config.platform.binary, self._version, port, info.build_id, info.platform,

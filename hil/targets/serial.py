@@ -24,6 +24,7 @@ from hil.runner import firmware
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.driver import Files, RunnerDriver, local_files
+from hil.sdk.kernels import KernelList
 from hil.settings.serial import ModelLoad, SerialSettings, VirtualBoard
 from hil.targets.base import Deployment, RunResult, Target
 from hil.transports import Link
@@ -55,9 +56,20 @@ class SerialTarget(Target):
             raise TargetUnavailable(
                 f"{self.spec.name}: its runner ({info.build_id}) was built with the "
                 f"{info.engine_name} engine, which links no ExecuTorch and cannot run models",
-                fix="build the runner with the ExecuTorch engine (EXECUTORCH_ROOT, see "
-                "firmware/README.md); the echo build serves `hil selftest` only",
+                fix="build an SDK for the board (hil sdk build, README) or point "
+                "EXECUTORCH_ROOT at an install; the echo build serves `hil selftest` only",
             )
+        self.driver.kernels = self._kernel_list(info)
+
+    def _kernel_list(self, info: m.RunnerInfo) -> KernelList | None:
+        """The SDK's registered kernels, when the board runs exactly the build made
+        against that SDK (a board running another build is judged by its own runner)."""
+        if self._runner is None and not self._settings.firmware.preset:
+            return None
+        config = self._runner.config if self._runner else firmware.firmware_config(self.spec)
+        if info.build_id != firmware.build_id_for(config):
+            return None
+        return firmware.registered_kernels(config)
 
     def _connect(self) -> m.RunnerInfo:
         url = self.board.start()

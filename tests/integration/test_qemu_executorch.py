@@ -1,9 +1,10 @@
 """The bare-metal runner with ExecuTorch on QEMU mps3-an547 (qemu-m55), and the Corstone
 presets linked against the real Ethos-U driver booting there (QEMU has no NPU).
 
-Needs an ExecuTorch built and installed for the Cortex-M55 (firmware/README.md, "ExecuTorch
-for bare metal"): EXECUTORCH_ROOT names the install. Without it every test here skips with
-that reason; CI has none (it cannot fetch ExecuTorch's sources)."""
+Needs an ExecuTorch built for the Cortex-M55: the SDKs `hil sdk build` made in this checkout's
+.hil/sdk (HIL_SDK_DIR), found by the runner build itself, or an install EXECUTORCH_ROOT names
+(firmware/README.md, "ExecuTorch for bare metal"). Without either every test here skips with
+that reason; CI has neither (it cannot fetch ExecuTorch's sources)."""
 
 from __future__ import annotations
 
@@ -16,24 +17,40 @@ from typing import Any
 import pytest
 import torch
 import yaml
+from outer_env import OUTER_SDK_DIR
 from torch import nn
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
 from hil.errors import MissingKernel, PoolsTooSmall, TargetCrash
 from hil.runner import messages as m
+from hil.sdk.boards import BOARDS
+from hil.sdk.store import find_sdk
 from hil.session import Session
 from hil.targets.serial import SerialTarget, client_on, prepare_board
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = os.environ.get("EXECUTORCH_ROOT", "")
+SDKS = OUTER_SDK_DIR
+QEMU_SDK = find_sdk(BOARDS["qemu-m55"], "qemu-m55", SDKS)
 MISSING = [tool for tool in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(tool) is None]
 pytestmark = [
-    pytest.mark.skipif(not ROOT, reason="EXECUTORCH_ROOT is not set: these tests need an "
-                       "ExecuTorch installed for the Cortex-M55 (firmware/README.md, "
-                       "'ExecuTorch for bare metal'); fix: build it and export EXECUTORCH_ROOT"),
+    pytest.mark.skipif(not ROOT and QEMU_SDK is None,
+                       reason="no ExecuTorch for the Cortex-M55: no qemu-m55 SDK in "
+                       f"{SDKS} and EXECUTORCH_ROOT is not set; fix: hil sdk build "
+                       "--executorch <checkout> --board qemu-m55 (README)"),
     pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not installed"),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def the_sdks_of_this_checkout() -> Iterator[None]:
+    """The runner builds find this checkout's SDKs (the test run hides them by default)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HIL_SDK_DIR", str(SDKS))
+        yield
+
+
 QUICK = TimingPolicy(warmup=0, min_runs=1, min_time_s=0.0, max_runs=1, max_time_s=1.0)
 
 
@@ -108,7 +125,10 @@ def test_an_operator_the_build_lacks_is_a_typed_error_naming_it(lab: Session) ->
     with pytest.raises(MissingKernel) as caught:
         lab.check(SINE, "qemu-m55", "portable")
     assert caught.value.operator == "aten::sin.out"
-    assert caught.value.fix is not None and "EXECUTORCH_SELECT_OPS_LIST" in caught.value.fix
+    # an SDK's kernel list refuses it before deploy, naming the rebuild; a hand-built
+    # install leaves it to the runner's load, naming the CMake option
+    expected = "EXECUTORCH_SELECT_OPS_LIST" if ROOT else "--ops-from suites"
+    assert caught.value.fix is not None and expected in caught.value.fix
     assert lab.check(SMALL, "qemu-m55", "portable").passed  # the runner is fine afterwards
 
 
@@ -148,12 +168,17 @@ def test_a_corstone_runner_with_the_real_driver_boots_and_reports_the_npu_missin
     The Corstone-320 build is moved onto QEMU's SSE-300 map (QEMU boots from ITCM and has no
     BRAM at 0x12000000 or UART at 0x58203000): four defines, named here."""
     defines: dict[str, str] = {}
+    board_sdk = find_sdk(BOARDS[preset], None, SDKS)
+    if not ROOT and board_sdk is None:
+        pytest.skip(f"no {preset} SDK in {SDKS}: hil sdk build ... --board {preset}")
     if preset == "corstone-320":
-        if not (DRIVER / "CMakeLists.txt").exists():
-            pytest.skip("the U85 needs the driver built from source: set ETHOSU_DRIVER_ROOT "
-                        "to ethos-u-core-driver (the install's library is for the U55)")
         defines = {"HIL_VECTOR_REGION": "ITCM", "HIL_DATA_REGION": "SRAM",
-                   "HIL_UART0_BASE": "0x49303000", "ETHOSU_DRIVER_ROOT": str(DRIVER)}
+                   "HIL_UART0_BASE": "0x49303000"}
+        if ROOT:  # one hand-built install: its driver library is the U55's
+            if not (DRIVER / "CMakeLists.txt").exists():
+                pytest.skip("the U85 needs the driver built from source: set "
+                            "ETHOSU_DRIVER_ROOT to ethos-u-core-driver")
+            defines["ETHOSU_DRIVER_ROOT"] = str(DRIVER)
     (tmp_path / f"qemu-{preset}.yaml").write_text(yaml.safe_dump({
         "name": f"qemu-{preset}", "kind": "serial", "description": f"{preset} on QEMU",
         "recipes": ["portable"], "latency": {"timing": "emulated"}, "memory": {},

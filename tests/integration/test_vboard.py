@@ -121,3 +121,32 @@ def test_a_memory_budget_fails_a_case_by_the_runners_measured_peak(
         result.counters[f"{pool}_pool_peak_bytes"] for pool in ("method", "planned", "temp", "io")
     )
     assert "memory.ram_max_bytes of vboard.yaml" in memory.basis
+
+
+def test_a_kernel_list_refuses_a_program_before_any_byte_is_sent(
+    session: Session, tmp_path: Path
+) -> None:
+    """A board whose SDK lists its kernels (kernels.json) is judged by that list: a program
+    calling an operator outside it is MISSING KERNEL before deploy, and the runner is fine.
+    The list here is written by hand onto the virtual board's driver; hil sets it from the
+    SDK for qemu-m55, FVPs and boards (tests/integration/test_sdk_build.py)."""
+    from hil.errors import MissingKernel
+    from hil.sdk.kernels import KernelList
+
+    scale = Case("sdk_listed_scale", Scale, seeded((1, 8)))
+    target = session.target("vboard")
+    assert isinstance(target, SerialTarget)
+    target.driver.kernels = KernelList(frozenset({"aten::mul.out"}), frozenset({"aten::add.out"}),
+                                       "hil sdk build --executorch /et --board qemu-m55",
+                                       tmp_path / "kernels.json")  # fmt: skip
+    try:
+        with pytest.raises(MissingKernel) as caught:
+            session.check(scale, "vboard", "portable")
+        assert caught.value.operator == "aten::add.out"
+        assert "not selected when the SDK was built" in caught.value.message
+        assert "--ops-from suites" in (caught.value.fix or "")
+        artifact = session.export(scale, "vboard", "portable")
+        assert not target.driver.holds(artifact.sha256)  # refused before the load
+    finally:
+        target.driver.kernels = None
+    assert session.check(scale, "vboard", "portable").passed  # the runner is fine afterwards

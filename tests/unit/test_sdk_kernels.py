@@ -54,11 +54,26 @@ def test_executorchs_own_kernel_lists_are_read() -> None:
     assert "cortex_m::quantized_conv2d.out" in cortex_m
 
 
-def test_a_kernel_list_round_trips(tmp_path: Path) -> None:
+def test_a_kernel_list_round_trips_and_decides_missing_kernel(tmp_path: Path) -> None:
+    cat = kernels.catalogue(make_trees(tmp_path).executorch)
     path = tmp_path / "kernels.json"
-    kernels.write_kernel_list(path, {"portable": ["aten::add.out"], "prim": ["aten::sym_size.int"]},
-                              7)  # fmt: skip
-    assert kernels.read_kernel_list(path) == {"aten::add.out", "aten::sym_size.int"}
+    rebuild = "hil sdk build --executorch /src/et --board qemu-m55"
+    kernels.write_kernel_list(path, {"portable": ["aten::add.out"], "prim": list(PRIM)}, 3, cat,
+                              rebuild)  # fmt: skip
+    listed = kernels.read_kernel_list(path)
+    assert listed is not None and listed.operators == {"aten::add.out", *PRIM}
+    assert listed.missing_for("qemu-m55", tmp_path / "m.pte", ["aten::add.out", PRIM[0]]) is None
+    error = listed.missing_for("qemu-m55", tmp_path / "m.pte",
+                               ["aten::add.out", "aten::relu.out", "aten::sin.out"])  # fmt: skip
+    assert error is not None and error.operator == "aten::relu.out"
+    assert error.message.startswith("qemu-m55: the runner's ExecuTorch has no kernel for "
+                                    "aten::relu.out, aten::sin.out (aten::relu.out not "
+                                    "selected when the SDK was built; aten::sin.out in no "
+                                    "kernel library of its ExecuTorch")  # fmt: skip
+    assert error.fix == f"rebuild the SDK with this program's kernels: {rebuild} --ops-from " \
+                        f"suites {tmp_path / 'm.pte'}"
+    only_absent = listed.missing_for("qemu-m55", tmp_path / "m.pte", ["aten::sin.out"])
+    assert only_absent is not None and "export the model without" in (only_absent.fix or "")
     path.write_text("{not json")
     assert kernels.read_kernel_list(path) is None
 
@@ -68,3 +83,10 @@ def test_a_file_that_is_not_a_program_is_a_usage_error(tmp_path: Path) -> None:
     bogus.write_bytes(b"\0" * 64)
     with pytest.raises(UsageError, match="is not an ExecuTorch program"):
         kernels.program_operators(bogus)
+
+
+def test_programs_needing_no_portable_kernel_still_get_a_selective_build(tmp_path: Path) -> None:
+    """ExecuTorch reads an empty EXECUTORCH_SELECT_OPS_LIST as "all 200 portable kernels"."""
+    cat = kernels.catalogue(make_trees(tmp_path).executorch)
+    chosen = kernels.select(cat, [QUANTIZED[0], QUANTIZED[1]])
+    assert chosen.portable == (kernels.FLOOR,)
