@@ -20,7 +20,7 @@
 #include <executorch/runtime/platform/runtime.h>
 
 #include "../platform/platform.h"
-#include "../protocol/server.h"
+#include "../protocol/reply.h" /* hil_log */
 #include "../protocol/wire.h"
 #include "engine.h"
 

@@ -1,218 +1,44 @@
-/* One handler per request type (PROTOCOL.md). Each parses its payload with a bounds-checked
- * reader, asks the engine, and answers with exactly one reply or error frame. Here: the
- * handshake, statistics, faults, debug and the dispatch; models in load.c, runs in run.c. */
-#include <stdarg.h>
-#include <stdio.h>
-#include <string.h>
+/* The dispatch table: request type -> handler. A new request is a handler in handlers.h and a
+ * line here; a type not in the table is refused as UNKNOWN_COMMAND. */
+#include <stddef.h>
 
-#include "../platform/file.h"
-#include "../platform/platform.h"
 #include "codec.h"
 #include "commands.h"
-#include "server.h"
+#include "frame.h"
+#include "handlers.h"
+#include "reply.h"
+#include "state.h"
 
-#ifndef HIL_BUILD_ID
-#define HIL_BUILD_ID "dev"
-#endif
-/* Requests the platform can take unanswered without losing bytes: a process reading a pty
- * or socket has the kernel's buffer behind it; a polled UART has one byte. */
-#ifndef HIL_RX_WINDOW
-#define HIL_RX_WINDOW 1
-#endif
-
-void hil_error_set(hil_error_t *err, uint16_t code, uint64_t a, uint64_t b, const char *fmt, ...) {
-    err->code = code;
-    err->a = a;
-    err->b = b;
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(err->text, sizeof(err->text), fmt, args);
-    va_end(args);
-}
-
-void hil_refuse(hil_server_t *s, uint16_t code, uint64_t a, uint64_t b, const char *fmt, ...) {
-    hil_error_t err;
-    err.code = code;
-    err.a = a;
-    err.b = b;
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(err.text, sizeof(err.text), fmt, args);
-    va_end(args);
-    hil_server_error(s, &err);
-}
-
-hil_writer_t hil_reply_writer(hil_server_t *s) {
-    hil_writer_t w = {hil_server_payload(s), 0, s->max_payload, 0};
-    return w;
-}
-
-void hil_write_desc(hil_writer_t *w, const hil_tensor_desc_t *d) {
-    hil_wr_u8(w, d->dtype);
-    hil_wr_u8(w, d->ndim);
-    for (uint8_t i = 0; i < d->ndim; i++) {
-        hil_wr_u32(w, (uint32_t)d->dims[i]);
-    }
-    hil_wr_bytes(w, d->dim_order, d->ndim);
-    hil_wr_u64(w, d->nbytes);
-}
-
-void hil_clear_inputs(hil_server_t *s) {
-    memset(s->input_buf, 0, sizeof(s->input_buf));
-    memset(s->input_size, 0, sizeof(s->input_size));
-    memset(s->input_received, 0, sizeof(s->input_received));
-}
-
-void hil_server_soft_reset(hil_server_t *s) {
-    s->engine->unload();
-    s->loading = 0;
-    s->holds_model = 0;
-    hil_clear_inputs(s);
-    s->debug_arm = 0;
-}
-
-static void cmd_hello(hil_server_t *s, hil_reader_t *r) {
-    uint16_t major = hil_rd_u16(r);
-    uint16_t minor = hil_rd_u16(r);
-    if (r->bad) {
-        hil_refuse(s, HIL_ERR_BAD_REQUEST, 0, 0, "HELLO needs the host's protocol version");
-        return;
-    }
-    if (major != HIL_PROTOCOL_MAJOR) {
-        hil_refuse(s, HIL_ERR_VERSION_MISMATCH, (uint64_t)HIL_PROTOCOL_MAJOR << 16 | HIL_PROTOCOL_MINOR,
-               (uint64_t)major << 16 | minor, "runner speaks protocol %d.%d, host speaks %u.%u",
-               HIL_PROTOCOL_MAJOR, HIL_PROTOCOL_MINOR, major, minor);
-        return;
-    }
-    hil_pool_stat_t pools[8];
-    size_t n_pools = s->engine->pool_stats(pools, 8);
-    hil_writer_t w = hil_reply_writer(s);
-    hil_wr_u16(&w, HIL_PROTOCOL_MAJOR);
-    hil_wr_u16(&w, HIL_PROTOCOL_MINOR);
-    hil_wr_u32(&w, (uint32_t)s->max_payload);
-    hil_wr_u64(&w, hil_clock_hz());
-    hil_wr_u8(&w, hil_clock_kind());
-    hil_wr_u8(&w, s->engine->id);
-    uint8_t flags = s->holds_model ? HIL_HELLO_HOLDS_MODEL : 0;
-#ifdef HIL_DEBUG_COMMANDS
-    flags |= HIL_HELLO_DEBUG;
-#endif
+static const struct {
+    uint8_t type;
+    hil_handler_t handle;
+} handlers[] = {
+    {HIL_CMD_HELLO, hil_cmd_hello},
+    {HIL_CMD_RESET, hil_cmd_reset},
+    {HIL_CMD_ECHO, hil_cmd_echo},
+    {HIL_CMD_DEBUG, hil_cmd_debug},
+    {HIL_CMD_LOAD_BEGIN, hil_cmd_load_begin},
+    {HIL_CMD_LOAD_CHUNK, hil_cmd_load_chunk},
+    {HIL_CMD_LOAD_END, hil_cmd_load_end},
 #ifdef HIL_FILE_LOAD
-    if (hil_file_available()) flags |= HIL_HELLO_FILE_LOAD;
+    {HIL_CMD_LOAD_FILE, hil_cmd_load_file},
 #endif
-    hil_wr_u8(&w, flags);
-    hil_wr_u8(&w, (uint8_t)n_pools);
-    hil_wr_u16(&w, HIL_RX_WINDOW);
-    hil_wr_u16(&w, 0);
-    hil_wr_bytes(&w, s->held_hash, 32);
-    hil_wr_str8(&w, HIL_BUILD_ID);
-    hil_wr_str8(&w, s->engine->runtime_version());
-    hil_wr_str8(&w, hil_platform_name());
-    hil_wr_str8(&w, s->engine->name);
-    for (size_t i = 0; i < n_pools; i++) {
-        hil_wr_str8(&w, pools[i].name);
-        hil_wr_u64(&w, pools[i].size);
-    }
-    hil_server_reply(s, HIL_CMD_HELLO | HIL_REPLY, (uint32_t)w.used);
-}
+    {HIL_CMD_SET_INPUT, hil_cmd_set_input},
+    {HIL_CMD_RUN, hil_cmd_run},
+    {HIL_CMD_GET_OUTPUT, hil_cmd_get_output},
+    {HIL_CMD_MEM_STATS, hil_cmd_mem_stats},
+    {HIL_CMD_FAULT_REPORT, hil_cmd_fault_report},
+    {HIL_CMD_LINK_STATS, hil_cmd_link_stats},
+};
 
-static void cmd_mem_stats(hil_server_t *s) {
-    hil_pool_stat_t pools[8];
-    size_t n = s->engine->pool_stats(pools, 8);
-    hil_writer_t w = hil_reply_writer(s);
-    hil_wr_u8(&w, (uint8_t)n);
-    for (size_t i = 0; i < n; i++) {
-        hil_wr_str8(&w, pools[i].name);
-        hil_wr_u64(&w, pools[i].size);
-        hil_wr_u64(&w, pools[i].peak);
-    }
-    hil_server_reply(s, HIL_CMD_MEM_STATS | HIL_REPLY, (uint32_t)w.used);
-}
-
-static void cmd_link_stats(hil_server_t *s) {
-    hil_writer_t w = hil_reply_writer(s);
-    hil_wr_u64(&w, s->frames_in);
-    hil_wr_u64(&w, s->bytes_in);
-    hil_wr_u64(&w, s->chunk_bytes);
-    hil_wr_u64(&w, s->model_bytes);
-    hil_wr_u64(&w, s->file_bytes);
-    hil_wr_u32(&w, s->loads);
-    hil_server_reply(s, HIL_CMD_LINK_STATS | HIL_REPLY, (uint32_t)w.used);
-}
-
-static void cmd_fault_report(hil_server_t *s, hil_reader_t *r) {
-    uint8_t clear = r->left ? hil_rd_u8(r) : 0;
-    hil_fault_t fault;
-    memset(&fault, 0, sizeof(fault));
-    hil_platform_last_fault(&fault);
-    hil_writer_t w = hil_reply_writer(s);
-    hil_wr_u8(&w, fault.valid);
-    hil_wr_str8(&w, fault.valid && fault.kind ? fault.kind : "");
-    hil_wr_u8(&w, (uint8_t)fault.count);
-    for (size_t i = 0; i < fault.count; i++) {
-        hil_wr_str8(&w, fault.fields[i].name);
-        hil_wr_u64(&w, fault.fields[i].value);
-    }
-    if (clear) {
-        hil_platform_clear_fault();
-    }
-    hil_server_reply(s, HIL_CMD_FAULT_REPORT | HIL_REPLY, (uint32_t)w.used);
-}
-
-static void cmd_debug(hil_server_t *s, hil_reader_t *r) {
-    uint8_t op = hil_rd_u8(r);
-    uint8_t when_running = r->left ? hil_rd_u8(r) : 0;
-#ifdef HIL_DEBUG_COMMANDS
-    if (op != HIL_DEBUG_HANG && op != HIL_DEBUG_FAULT) {
-        hil_refuse(s, HIL_ERR_BAD_REQUEST, op, 0, "unknown debug op %u", op);
-        return;
-    }
-    if (when_running) {
-        s->debug_arm = op; /* trigger inside the next RUN, as a model that hangs or faults */
-        hil_server_reply(s, HIL_CMD_DEBUG | HIL_REPLY, 0);
-        return;
-    }
-    hil_log(HIL_LOG_WARN, "debug: %s now, as asked", op == HIL_DEBUG_HANG ? "hanging" : "faulting");
-    if (op == HIL_DEBUG_HANG) {
-        hil_platform_hang();
-    }
-    hil_platform_fault();
-#else
-    (void)when_running;
-    hil_refuse(s, HIL_ERR_UNSUPPORTED, op, 0, "this runner was built without debug commands");
-#endif
-}
-
-void hil_server_dispatch(hil_server_t *s, const hil_frame_t *frame) {
+void hil_dispatch(hil_server_t *s, const hil_frame_t *frame) {
     hil_reader_t r = {frame->payload, frame->len, 0};
-    switch (frame->type) {
-    case HIL_CMD_HELLO: cmd_hello(s, &r); break;
-    case HIL_CMD_LOAD_BEGIN: hil_cmd_load_begin(s, &r); break;
-    case HIL_CMD_LOAD_CHUNK: hil_cmd_load_chunk(s, &r); break;
-    case HIL_CMD_LOAD_END: hil_cmd_load_end(s); break;
-#ifdef HIL_FILE_LOAD
-    case HIL_CMD_LOAD_FILE: hil_cmd_load_file(s, &r); break;
-#endif
-    case HIL_CMD_SET_INPUT: hil_cmd_set_input(s, &r); break;
-    case HIL_CMD_RUN: hil_cmd_run(s, &r); break;
-    case HIL_CMD_GET_OUTPUT: hil_cmd_get_output(s, &r); break;
-    case HIL_CMD_MEM_STATS: cmd_mem_stats(s); break;
-    case HIL_CMD_LINK_STATS: cmd_link_stats(s); break;
-    case HIL_CMD_FAULT_REPORT: cmd_fault_report(s, &r); break;
-    case HIL_CMD_ECHO:
-        memcpy(hil_server_payload(s), frame->payload, frame->len);
-        hil_server_reply(s, HIL_CMD_ECHO | HIL_REPLY, frame->len);
-        break;
-    case HIL_CMD_RESET:
-        hil_log(HIL_LOG_INFO, "reset requested");
-        hil_server_reply(s, HIL_CMD_RESET | HIL_REPLY, 0);
-        hil_server_soft_reset(s);
-        memset(s->held_hash, 0, sizeof(s->held_hash));
-        hil_platform_reset(); /* the fault record survives: the host may still ask for it */
-        break;
-    case HIL_CMD_DEBUG: cmd_debug(s, &r); break;
-    default:
-        hil_refuse(s, HIL_ERR_UNKNOWN_COMMAND, frame->type, 0, "unknown request type 0x%02x",
-               frame->type);
+    for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+        if (handlers[i].type == frame->type) {
+            handlers[i].handle(s, &r);
+            return;
+        }
     }
+    hil_refuse(s, HIL_ERR_UNKNOWN_COMMAND, frame->type, 0, "unknown request type 0x%02x",
+               frame->type);
 }

@@ -5,37 +5,11 @@
 
 #include "../platform/platform.h"
 #include "codec.h"
-#include "commands.h"
 #include "digest.h"
-#include "server.h"
-
-/* The loaded method's inputs and outputs, as LOAD_END (and LOAD_BEGIN of a held model) report. */
-void hil_write_method(hil_server_t *s, hil_writer_t *w) {
-    size_t n_in = s->engine->num_inputs(), n_out = s->engine->num_outputs();
-    hil_wr_u8(w, (uint8_t)n_in);
-    hil_wr_u8(w, (uint8_t)n_out);
-    for (size_t i = 0; i < n_in + n_out; i++) {
-        hil_tensor_desc_t d = {0};
-        if (i < n_in) {
-            s->engine->input_desc(i, &d);
-        } else {
-            const uint8_t *unused;
-            s->engine->output(i - n_in, &d, &unused);
-        }
-        hil_write_desc(w, &d);
-    }
-}
-
-/* A model is now held (LOAD_FILE, load_file.c): forget old inputs, reply `held` + method. */
-void hil_server_reply_loaded(hil_server_t *s, uint8_t type, uint8_t held) {
-    if (!held) {
-        hil_clear_inputs(s);
-    }
-    hil_writer_t w = hil_reply_writer(s);
-    hil_wr_u8(&w, held);
-    hil_write_method(s, &w);
-    hil_server_reply(s, type, (uint32_t)w.used);
-}
+#include "handlers.h"
+#include "held.h"
+#include "reply.h"
+#include "state.h"
 
 void hil_cmd_load_begin(hil_server_t *s, hil_reader_t *r) {
     const uint8_t *hash = hil_rd_take(r, 32);
@@ -49,18 +23,18 @@ void hil_cmd_load_begin(hil_server_t *s, hil_reader_t *r) {
         hil_wr_u8(&w, 1); /* already held: nothing to send */
         hil_wr_u32(&w, 0);
         hil_write_method(s, &w);
-        hil_server_reply(s, HIL_CMD_LOAD_BEGIN | HIL_REPLY, (uint32_t)w.used);
+        hil_reply(s, HIL_CMD_LOAD_BEGIN | HIL_REPLY, (uint32_t)w.used);
         return;
     }
     size_t capacity = 0;
     (void)s->engine->model_buffer(&capacity);
     if (size > capacity) {
         hil_refuse(s, HIL_ERR_TOO_LARGE, size, capacity,
-               "model of %lu bytes does not fit the %lu-byte model pool",
-               (unsigned long)size, (unsigned long)capacity);
+                   "model of %lu bytes does not fit the %lu-byte model pool",
+                   (unsigned long)size, (unsigned long)capacity);
         return;
     }
-    hil_server_soft_reset(s); /* the model buffer is about to be overwritten */
+    hil_soft_reset(s); /* the model buffer is about to be overwritten */
     memset(s->held_hash, 0, sizeof(s->held_hash));
     memcpy(s->load_hash, hash, 32);
     s->load_size = size;
@@ -70,7 +44,7 @@ void hil_cmd_load_begin(hil_server_t *s, hil_reader_t *r) {
     hil_log(HIL_LOG_INFO, "receiving a model of %lu bytes", (unsigned long)size);
     hil_wr_u8(&w, 0);
     hil_wr_u32(&w, (uint32_t)(s->max_payload - 8));
-    hil_server_reply(s, HIL_CMD_LOAD_BEGIN | HIL_REPLY, (uint32_t)w.used);
+    hil_reply(s, HIL_CMD_LOAD_BEGIN | HIL_REPLY, (uint32_t)w.used);
 }
 
 void hil_cmd_load_chunk(hil_server_t *s, hil_reader_t *r) {
@@ -83,9 +57,9 @@ void hil_cmd_load_chunk(hil_server_t *s, hil_reader_t *r) {
     }
     if (offset > s->load_received || offset + n > s->load_size) {
         hil_refuse(s, HIL_ERR_SEQUENCE, s->load_received, offset,
-               "chunk at offset %lu, but %lu of %lu bytes have arrived",
-               (unsigned long)offset, (unsigned long)s->load_received,
-               (unsigned long)s->load_size);
+                   "chunk at offset %lu, but %lu of %lu bytes have arrived",
+                   (unsigned long)offset, (unsigned long)s->load_received,
+                   (unsigned long)s->load_size);
         return;
     }
     /* A chunk overlapping what already arrived is a retransmission: keep only the new part. */
@@ -101,14 +75,15 @@ void hil_cmd_load_chunk(hil_server_t *s, hil_reader_t *r) {
     }
     hil_writer_t w = hil_reply_writer(s);
     hil_wr_u64(&w, s->load_received);
-    hil_server_reply(s, HIL_CMD_LOAD_CHUNK | HIL_REPLY, (uint32_t)w.used);
+    hil_reply(s, HIL_CMD_LOAD_CHUNK | HIL_REPLY, (uint32_t)w.used);
 }
 
-void hil_cmd_load_end(hil_server_t *s) {
+void hil_cmd_load_end(hil_server_t *s, hil_reader_t *r) {
+    (void)r;
     if (!s->loading || s->load_received != s->load_size) {
         hil_refuse(s, HIL_ERR_SEQUENCE, s->load_received, s->load_size,
-               "LOAD_END after %lu of %lu bytes", (unsigned long)s->load_received,
-               (unsigned long)s->load_size);
+                   "LOAD_END after %lu of %lu bytes", (unsigned long)s->load_received,
+                   (unsigned long)s->load_size);
         return;
     }
     s->loading = 0;
@@ -116,13 +91,13 @@ void hil_cmd_load_end(hil_server_t *s) {
     hil_digest_finish(digest);
     if (memcmp(digest, s->load_hash, 32) != 0) {
         hil_refuse(s, HIL_ERR_HASH_MISMATCH, s->load_size, 0,
-               "the %lu bytes received do not have the announced sha256",
-               (unsigned long)s->load_size);
+                   "the %lu bytes received do not have the announced sha256",
+                   (unsigned long)s->load_size);
         return;
     }
     hil_error_t err = {0};
     if (s->engine->load((size_t)s->load_size, &err) != 0) {
-        hil_server_error(s, &err);
+        hil_reply_error(s, &err);
         return;
     }
     s->holds_model = 1;
@@ -133,5 +108,5 @@ void hil_cmd_load_end(hil_server_t *s) {
     hil_write_method(s, &w);
     size_t n_in = s->engine->num_inputs(), n_out = s->engine->num_outputs();
     hil_log(HIL_LOG_INFO, "model loaded: %u inputs, %u outputs", (unsigned)n_in, (unsigned)n_out);
-    hil_server_reply(s, HIL_CMD_LOAD_END | HIL_REPLY, (uint32_t)w.used);
+    hil_reply(s, HIL_CMD_LOAD_END | HIL_REPLY, (uint32_t)w.used);
 }

@@ -3,8 +3,9 @@
 
 #include "../platform/platform.h"
 #include "codec.h"
-#include "commands.h"
-#include "server.h"
+#include "handlers.h"
+#include "reply.h"
+#include "state.h"
 
 static void read_desc(hil_reader_t *r, hil_tensor_desc_t *d) {
     d->dtype = hil_rd_u8(r);
@@ -41,7 +42,7 @@ void hil_cmd_set_input(hil_server_t *s, hil_reader_t *r) {
         hil_error_t err = {0};
         uint8_t *buf = s->engine->input_buffer(index, &d, &err);
         if (buf == NULL) {
-            hil_server_error(s, &err);
+            hil_reply_error(s, &err);
             return;
         }
         s->input_buf[index] = buf;
@@ -51,15 +52,15 @@ void hil_cmd_set_input(hil_server_t *s, hil_reader_t *r) {
     if (s->input_buf[index] == NULL || offset != s->input_received[index] ||
         offset + n > s->input_size[index]) {
         hil_refuse(s, HIL_ERR_SEQUENCE, s->input_received[index], offset,
-               "input %u: data at offset %lu does not follow the %lu bytes received",
-               index, (unsigned long)offset, (unsigned long)s->input_received[index]);
+                   "input %u: data at offset %lu does not follow the %lu bytes received",
+                   index, (unsigned long)offset, (unsigned long)s->input_received[index]);
         return;
     }
     memcpy(s->input_buf[index] + offset, data, n);
     s->input_received[index] += n;
     hil_writer_t w = hil_reply_writer(s);
     hil_wr_u64(&w, s->input_received[index]);
-    hil_server_reply(s, HIL_CMD_SET_INPUT | HIL_REPLY, (uint32_t)w.used);
+    hil_reply(s, HIL_CMD_SET_INPUT | HIL_REPLY, (uint32_t)w.used);
 }
 
 static uint64_t us_to_ticks(uint64_t us, uint64_t hz) {
@@ -84,7 +85,7 @@ void hil_cmd_run(hil_server_t *s, hil_reader_t *r) {
     for (size_t i = 0; i < s->engine->num_inputs() && i < HIL_MAX_TENSORS; i++) {
         if (s->input_buf[i] == NULL || s->input_received[i] != s->input_size[i]) {
             hil_refuse(s, HIL_ERR_BAD_INPUT, i, s->input_received[i], "input %u was not set",
-                   (unsigned)i);
+                       (unsigned)i);
             return;
         }
     }
@@ -94,10 +95,10 @@ void hil_cmd_run(hil_server_t *s, hil_reader_t *r) {
     if (min_runs > max_runs) min_runs = max_runs;
     uint64_t hz = hil_clock_hz();
     uint64_t min_ticks = us_to_ticks(min_time_us, hz), max_ticks = us_to_ticks(max_time_us, hz);
-    uint8_t *out = hil_server_payload(s);
+    uint8_t *out = hil_reply_payload(s);
     hil_error_t err = {0};
 
-    hil_server_progress(s, 0); /* received: the host now waits with the run timeout */
+    hil_send_progress(s, 0); /* received: the host now waits with the run timeout */
     s->runs++;
 #ifdef HIL_DEBUG_COMMANDS
     int injected = hil_platform_injected_fault(s->runs);
@@ -113,7 +114,7 @@ void hil_cmd_run(hil_server_t *s, hil_reader_t *r) {
     uint64_t last_progress = hil_clock_ticks();
     for (uint32_t i = 0; i < warmup; i++) {
         if (s->engine->execute(&err) != 0) {
-            hil_server_error(s, &err);
+            hil_reply_error(s, &err);
             return;
         }
     }
@@ -122,7 +123,7 @@ void hil_cmd_run(hil_server_t *s, hil_reader_t *r) {
     for (;;) {
         uint64_t t0 = hil_clock_ticks();
         if (s->engine->execute(&err) != 0) {
-            hil_server_error(s, &err);
+            hil_reply_error(s, &err);
             return;
         }
         uint64_t t1 = hil_clock_ticks();
@@ -134,7 +135,7 @@ void hil_cmd_run(hil_server_t *s, hil_reader_t *r) {
             break;
         }
         if (t1 - last_progress >= hz / 4u) {
-            hil_server_progress(s, n);
+            hil_send_progress(s, n);
             last_progress = t1;
         }
     }
@@ -143,7 +144,7 @@ void hil_cmd_run(hil_server_t *s, hil_reader_t *r) {
     hil_put_u64(out + 8, hz);
     out[16] = hil_clock_kind();
     memset(out + 17, 0, header - 17);
-    hil_server_reply(s, HIL_CMD_RUN | HIL_REPLY, header + 8u * n);
+    hil_reply(s, HIL_CMD_RUN | HIL_REPLY, header + 8u * n);
 }
 
 void hil_cmd_get_output(hil_server_t *s, hil_reader_t *r) {
@@ -160,8 +161,8 @@ void hil_cmd_get_output(hil_server_t *s, hil_reader_t *r) {
     if (!s->holds_model || index >= s->engine->num_outputs() ||
         s->engine->output(index, &d, &data) != 0 || data == NULL) {
         hil_refuse(s, HIL_ERR_BAD_REQUEST, index, s->engine->num_outputs(),
-               "no output %u (the model has %u; did RUN succeed?)", index,
-               (unsigned)s->engine->num_outputs());
+                   "no output %u (the model has %u; did RUN succeed?)", index,
+                   (unsigned)s->engine->num_outputs());
         return;
     }
     if (offset > d.nbytes) {
@@ -175,5 +176,5 @@ void hil_cmd_get_output(hil_server_t *s, hil_reader_t *r) {
     if (n > max_len) n = max_len;
     if (n > w.cap - w.used) n = w.cap - w.used;
     hil_wr_bytes(&w, data + offset, (size_t)n);
-    hil_server_reply(s, HIL_CMD_GET_OUTPUT | HIL_REPLY, (uint32_t)w.used);
+    hil_reply(s, HIL_CMD_GET_OUTPUT | HIL_REPLY, (uint32_t)w.used);
 }

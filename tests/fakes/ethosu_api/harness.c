@@ -13,7 +13,7 @@
 #include "platform/cortex_m/ethos_u/npu.h"
 #include "platform/platform.h"
 #include "pmu_ethosu.h"
-#include "protocol/server.h"
+#include "protocol/reply.h"
 
 extern int fake_ethosu_init_result;
 extern void (*fake_ethosu_init_hook)(void);

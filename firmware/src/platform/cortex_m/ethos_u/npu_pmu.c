@@ -15,7 +15,7 @@
 #include <ethosu_driver.h>
 #include <pmu_ethosu.h>
 
-#include "../../../protocol/server.h" /* hil_log */
+#include "../../../protocol/reply.h" /* hil_log */
 #include "../../platform.h"
 #include "npu.h"
 

@@ -9,7 +9,7 @@
 
 #include <ethosu_driver.h>
 
-#include "../../../protocol/server.h" /* hil_log: the log console, and LOG frames once the link is up */
+#include "../../../protocol/reply.h" /* hil_log: the log console, and LOG frames once the link is up */
 #include "../../platform.h"
 #include "../armv8m.h"
 #include "npu.h"
