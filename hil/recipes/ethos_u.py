@@ -2,7 +2,9 @@
 
 Options (from the device spec): accelerator_config ("ethos-u55-128", "ethos-u85-256", ...),
 system_config and memory_mode (sections of Arm's vela.ini; defaults per NPU as ExecuTorch picks
-them), extra_flags (more Vela flags), per_channel (weights) and a16w8 (16-bit activations).
+them), extra_flags (more Vela flags), per_channel (weights), a16w8 (16-bit activations),
+weights ("int8", or "int4": ExecuTorch's a8w4 config) and symmetric_io (the inputs and outputs
+quantized with the global config too, as ExecuTorch's `symmetric_io_quantization`).
 
 Besides the .pte the recipe writes what lets a reference target run the program without an NPU:
 
@@ -93,6 +95,8 @@ class EthosURecipe(Recipe):
             "extra_flags": (),
             "per_channel": True,
             "a16w8": False,
+            "weights": "int8",
+            "symmetric_io": False,
         }
     )
     helper_modules = (
@@ -131,9 +135,13 @@ class EthosURecipe(Recipe):
             value = self.options[option]
             if value is not None and not isinstance(value, str):
                 raise UsageError(f"recipe {self.name}: option {option} must be a string")
-        for option in ("per_channel", "a16w8"):
+        for option in ("per_channel", "a16w8", "symmetric_io"):
             if not isinstance(self.options[option], bool):
                 raise UsageError(f"recipe {self.name}: option {option} must be true or false")
+        if self.options["weights"] not in ("int8", "int4"):
+            raise UsageError(f"recipe {self.name}: option weights must be int8 or int4")
+        if self.options["weights"] == "int4" and self.options["a16w8"]:
+            raise UsageError(f"recipe {self.name}: int4 weights go with 8-bit activations only")
         flags = self.options["extra_flags"]
         if isinstance(flags, str) or not all(isinstance(f, str) for f in flags):
             raise UsageError(f"recipe {self.name}: extra_flags must be a list of strings")
@@ -184,6 +192,8 @@ class EthosURecipe(Recipe):
             "quantizer": "EthosUQuantizer",
             "per_channel": self.options["per_channel"],
             "a16w8": self.options["a16w8"],
+            **({"weights": "int4"} if self.options["weights"] == "int4" else {}),
+            **({"symmetric_io": True} if self.options["symmetric_io"] else {}),
         }
 
     def quantizer(self, spec: Any) -> Any:
@@ -192,14 +202,22 @@ class EthosURecipe(Recipe):
             get_symmetric_a16w8_quantization_config,
             get_symmetric_quantization_config,
         )
+        from executorch.backends.arm.quantizer.arm_quantizer import (
+            get_symmetric_a8w4_quantization_config,
+        )
 
         make_config = (
             get_symmetric_a16w8_quantization_config
             if self.options["a16w8"]
+            else get_symmetric_a8w4_quantization_config
+            if self.options["weights"] == "int4"
             else get_symmetric_quantization_config
         )
+        config = make_config(is_per_channel=self.options["per_channel"])
         quantizer = EthosUQuantizer(spec)
-        quantizer.set_global(make_config(is_per_channel=self.options["per_channel"]))
+        quantizer.set_global(config)
+        if self.options["symmetric_io"]:
+            quantizer.set_io(config)
         return quantizer
 
     def quantized_model(self, built: BuiltCase, spec: Any, workdir: Path) -> QuantizedModel:

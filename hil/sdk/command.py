@@ -142,6 +142,12 @@ def _programs(args: argparse.Namespace, device: str) -> list[Path]:
     found = suite_programs(suites, device, _say, ["--hil-full"] if args.full else [])
     for check, why in found.failed:
         _say(f"not counted (its export failed, the run will say so): {check}: {why}")
+    if found.failed and not found.programs:
+        raise UsageError(
+            f"none of the {found.checks} programs of {' '.join(suites)} for {device} exported "
+            f"(first: {found.failed[0][1]}): an SDK chosen from them would lack their kernels",
+            fix="fix the export (the line above) and run the same command again",
+        )
     return [*ptes, *found.programs]
 
 

@@ -20,7 +20,13 @@ from pathlib import Path
 # driver and CMSIS there are trees of their own).
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "pip-out", "buck-out", "arm_test", ".hil"})
 SKIPPED_PREFIXES = ("cmake-out",)
-SKIPPED_PATHS = (Path("examples/arm/arm-scratch"), Path("examples/arm/ethos-u-scratch"))
+SKIPPED_PATHS = (
+    Path("examples/arm/arm-scratch"), Path("examples/arm/ethos-u-scratch"),
+    # ExecuTorch's build compiles flatcc's host tools into the flatcc checkout itself: without
+    # these, every build would change the tree it was keyed by (measured: the second call of
+    # `hil sdk build` rebuilt)
+    Path("third-party/flatcc/bin"), Path("third-party/flatcc/lib"),
+)  # fmt: skip
 
 
 def _files(root: Path) -> Iterator[Path]:

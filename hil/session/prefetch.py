@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.case import Case
+from hil.devices import RecipeSpec
 from hil.progress import Progress
 
 log = logging.getLogger("hil.session.prefetch")
@@ -43,7 +44,7 @@ class Export:
 
     case: Case
     target: str
-    recipe: str | None
+    recipe: str | RecipeSpec | None
     source: str  # the case's name and the recipe's key material (hil.artifacts.keys)
 
     @property
@@ -63,8 +64,8 @@ def default_workers() -> int:
 
 
 def plan(
-    checks: Sequence[tuple[Case, str, str | None]],
-    source_of: Callable[[Case, str, str | None], str],
+    checks: Sequence[tuple[Case, str, str | RecipeSpec | None]],
+    source_of: Callable[[Case, str, str | RecipeSpec | None], str],
 ) -> list[Export]:
     """The distinct exports of `checks`, in the order the checks will need them."""
     exports: dict[str, Export] = {}

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from hil.devices import RecipeSpec
 from hil.errors import (
     HilError,
     InfrastructureError,
@@ -62,7 +63,7 @@ class Attempts:
 
     case: str
     target: str
-    recipe: str | None
+    recipe: str | RecipeSpec | None
     attempts: tuple[Attempt, ...]
 
     @property
@@ -96,7 +97,7 @@ def check_with_retries(
     pool: TargetPool,
     case: Case,
     target: str,
-    recipe: str | None,
+    recipe: str | RecipeSpec | None,
     once: Callable[[], CheckResult],
     retries: int,
 ) -> tuple[CheckResult | None, HilError | None, Attempts]:

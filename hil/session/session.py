@@ -21,7 +21,7 @@ from hil.arrays import Array, save_check_arrays
 from hil.artifacts.keys import export_source
 from hil.artifacts.store import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
-from hil.devices import DeviceRegistry, DeviceSpec, default_device_dirs
+from hil.devices import DeviceRegistry, DeviceSpec, RecipeSpec, default_device_dirs
 from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
 from hil.progress import Progress
 from hil.recipes import Recipe, make_recipe
@@ -39,6 +39,8 @@ from hil.verdict.result import CheckResult
 log = logging.getLogger("hil.session")
 
 OutputRewrite = Callable[[tuple[Array, ...]], Sequence[Array]]
+# A recipe of the device file by name (None: its first), or a variant of one (RecipeSpec).
+RecipeChoice = str | RecipeSpec | None
 
 
 class Session:
@@ -99,11 +101,13 @@ class Session:
         self,
         case: Case,
         target: str,
-        recipe: str | None = None,
+        recipe: RecipeChoice = None,
         *,
         rewrite_outputs: OutputRewrite | None = None,
     ) -> CheckResult:
-        """Export, deploy, run and judge one case on one target with one recipe.
+        """Export, deploy, run and judge one case on one target with one recipe: a recipe
+        name of the device file, or a RecipeSpec naming one with options that replace some of
+        the device's (a variant: another quantization of the same recipe, another artifact).
 
         A runner crash drops the target, so the next check provisions it afresh; any other
         infrastructure failure (lost link, hang) takes the target out of service for the session,
@@ -124,7 +128,7 @@ class Session:
         return result
 
     def _check_once(
-        self, case: Case, target: str, recipe: str | None, rewrite: OutputRewrite | None
+        self, case: Case, target: str, recipe: RecipeChoice, rewrite: OutputRewrite | None
     ) -> CheckResult:
         try:
             return self._check(case, target, recipe, rewrite)
@@ -137,13 +141,16 @@ class Session:
             self.targets.mark_broken(target, e)
             raise
 
-    def _recipe(self, spec: DeviceSpec, recipe: str | None) -> Recipe:
+    def _recipe(self, spec: DeviceSpec, recipe: RecipeChoice) -> Recipe:
+        if isinstance(recipe, RecipeSpec):  # a variant: the device's recipe, some options changed
+            options = {**spec.recipe(recipe.name).options, **recipe.options}
+            return make_recipe(recipe.name, options, shared_dir=self.cache.root / "shared")
         recipe_spec = spec.recipe(recipe) if recipe else spec.recipes[0]
         return make_recipe(
             recipe_spec.name, recipe_spec.options, shared_dir=self.cache.root / "shared"
         )
 
-    def export(self, case: Case, target: str, recipe: str | None = None) -> Artifact:
+    def export(self, case: Case, target: str, recipe: RecipeChoice = None) -> Artifact:
         """The case's artifact for `target`'s recipe, from the cache or exported now (or by
         a worker, after export_ahead); no target is provisioned."""
         recipe_obj = self._recipe(self.devices.get(target), recipe)
@@ -152,7 +159,7 @@ class Session:
         return self.references.artifact(self.references.built(case), recipe_obj)
 
     def export_ahead(
-        self, checks: Sequence[tuple[Case, str, str | None]], workers: int | None = None
+        self, checks: Sequence[tuple[Case, str, RecipeChoice]], workers: int | None = None
     ) -> None:
         """Start exporting what `checks` (in the order they will run) need, in `workers`
         processes (default: one per core; 0 or 1 check: nothing). Call it before the first
@@ -174,20 +181,20 @@ class Session:
             self.progress,
         )
 
-    def probably_cached(self, case_name: str, target: str, recipe: str | None = None) -> bool:
+    def probably_cached(self, case_name: str, target: str, recipe: RecipeChoice = None) -> bool:
         """Whether the case's last artifact for `target`'s recipe is in the cache, judged by
         its name alone (the case need not be built): what a plan may skip."""
         return self.cache.probably_cached(self._source_of(case_name, target, recipe))
 
-    def _export_source(self, case: Case, target: str, recipe: str | None) -> str:
+    def _export_source(self, case: Case, target: str, recipe: RecipeChoice) -> str:
         return self._source_of(case.name, target, recipe)
 
-    def _source_of(self, case_name: str, target: str, recipe: str | None) -> str:
+    def _source_of(self, case_name: str, target: str, recipe: RecipeChoice) -> str:
         material = self._recipe(self.devices.get(target), recipe).key_material()
         return export_source(case_name, material)
 
     def _check(
-        self, case: Case, target: str, recipe: str | None, rewrite: OutputRewrite | None
+        self, case: Case, target: str, recipe: RecipeChoice, rewrite: OutputRewrite | None
     ) -> CheckResult:
         spec = self.devices.get(target)
         recipe_obj = self._recipe(spec, recipe)

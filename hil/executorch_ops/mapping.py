@@ -1,0 +1,153 @@
+"""Which hil target and recipe answer which of ExecuTorch's pipelines, in which variant.
+
+    TosaPipelineINT       a target's int8 recipe: ethos-u (u55-ref, u85-ref, the FVPs), cortex-m
+                          (cortex-m55-ref, qemu-m55, boards), xnnpack-int8 (host, vboard, Pis)
+    TosaPipelineFP        a target's float recipes: portable and xnnpack-fp32
+    EthosU55PipelineINT   the ethos-u recipe of a device with an Ethos-U55 (u55-ref, fvp-u55)
+    EthosU85PipelineINT   the ethos-u recipe of a device with an Ethos-U85 (u85-ref, fvp-u85)
+    OpNotSupportedPipeline  as TosaPipelineINT/FP by its spec; its assertion is the partition
+
+Not answered, each skipped with its name and why: EthosU65PipelineINT (no U65 target),
+VgfPipeline (no Vulkan target), PassPipeline, TransformAnnotationPassPipeline and
+QuantizationPipeline (they test one ExecuTorch pass or annotation, not a program on a target).
+
+A variant is what the test's quantization asks for, read from the pipeline's own options and
+the config the test set with `quantizer.set_global(...)` (which wins, as in their harness):
+16-bit activations (a16w8: `tosa_extensions=["int16"]`, `a16w8_quantization=True`, or an int16
+activation config), 4-bit weights (a8w4: a weight config of range [-7, 7]), per-tensor weights,
+symmetric input/output quantization. Each is a recipe option, so each is its own artifact and
+verdict. What a recipe cannot honour (4-bit weights off Ethos-U, a 32-bit activation config,
+bf16 or fp8 programs) is a skip that names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hil.devices import DeviceSpec, RecipeSpec
+from hil.executorch_ops.calls import PipelineCall
+
+INT_RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8")
+FLOAT_RECIPES = ("portable", "xnnpack-fp32")
+NOT_ANSWERED = {
+    "EthosU65PipelineINT": "hil has no Ethos-U65 target",
+    "VgfPipeline": "hil has no VGF (Vulkan) target",
+    "PassPipeline": "it tests one ExecuTorch pass, not a program on a target",
+    "TransformAnnotationPassPipeline": "it tests an annotation pass, not a program on a target",
+    "QuantizationPipeline": "it tests the quantizer's annotations, not a program on a target",
+}
+NPU_FAMILY = {"EthosU55PipelineINT": "ethos-u55", "EthosU85PipelineINT": "ethos-u85"}
+NPU_DEVICES = {"ethos-u55": "Ethos-U55 (u55-ref, fvp-u55)",
+               "ethos-u85": "Ethos-U85 (u85-ref, fvp-u85)"}  # fmt: skip
+FLOAT_EXTENSIONS = ("bf16", "fp16", "fp8e4m3", "fp8e5m2")
+
+
+def numerics(pipeline: str, options: dict[str, Any] | None = None) -> str:
+    """"int" or "fp": the program the pipeline makes."""
+    if pipeline == "TosaPipelineFP":
+        return "fp"
+    if pipeline == "OpNotSupportedPipeline":
+        return "int" if (options or {}).get("quantize") else "fp"
+    return "int"
+
+
+def recipes_for(pipeline: str, spec: DeviceSpec) -> list[str]:
+    """The device's recipes that answer `pipeline` (empty: none; the caller says why)."""
+    if pipeline in NOT_ANSWERED:
+        return []
+    names = spec.recipe_names
+    family = NPU_FAMILY.get(pipeline)
+    if family is not None:
+        fits = spec.npu is not None and spec.npu.startswith(family) and "ethos-u" in names
+        return ["ethos-u"] if fits else []
+    if numerics(pipeline) == "fp" and pipeline != "OpNotSupportedPipeline":
+        return [r for r in FLOAT_RECIPES if r in names]
+    if pipeline == "OpNotSupportedPipeline":
+        return [r for r in names if r == "ethos-u"][:1]  # an Arm partition to assert on
+    return next(([r] for r in INT_RECIPES if r in names), [])
+
+
+def fit_reason(pipeline: str, targets: list[str]) -> str:
+    """Why none of `targets` answers `pipeline`."""
+    if pipeline in NOT_ANSWERED:
+        return f"{pipeline}: {NOT_ANSWERED[pipeline]}"
+    if pipeline in NPU_FAMILY:
+        return (f"{pipeline} runs on a device with an {NPU_DEVICES[NPU_FAMILY[pipeline]]}, "
+                f"not on {', '.join(targets)}")
+    if pipeline == "OpNotSupportedPipeline":
+        return (f"{pipeline} asserts an Arm partition: give an Ethos-U target, not "
+                f"{', '.join(targets)}")
+    kind = "float" if numerics(pipeline) == "fp" else "int8"
+    return f"{pipeline} needs an {kind} recipe, which {', '.join(targets)} do not have"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How the test quantizes, as recipe options (`label` for reports), or why hil cannot."""
+
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+    unsupported: str | None = None
+
+    def recipe(self, name: str) -> RecipeSpec:
+        return RecipeSpec(name, dict(self.options))
+
+
+def _activation_bits(config: Any) -> int | None:
+    spec = getattr(config, "input_activation", None) or getattr(config, "output_activation", None)
+    size = getattr(getattr(spec, "dtype", None), "itemsize", None)
+    return int(size) * 8 if size else None
+
+
+def _weight_range(config: Any) -> tuple[int, int] | None:
+    spec = getattr(config, "weight", None)
+    low, high = getattr(spec, "quant_min", None), getattr(spec, "quant_max", None)
+    return (int(low), int(high)) if low is not None and high is not None else None
+
+
+def _per_channel(config: Any) -> bool | None:
+    spec = getattr(config, "weight", None)
+    scheme = str(getattr(spec, "qscheme", "") or "")
+    return "per_channel" in scheme if scheme else None
+
+
+def variant_of(call: PipelineCall, recipe: str) -> Variant:
+    """The variant `call` asks of `recipe`."""
+    extensions = [str(e) for e in call.option("tosa_extensions") or ()]
+    floats = [e for e in extensions if e in FLOAT_EXTENSIONS]
+    if recipe in FLOAT_RECIPES:
+        if floats:
+            return Variant(f"fp32+{floats[0]}", unsupported=f"tosa_extensions {floats}: hil's "
+                           f"{recipe} recipe exports float32 programs only")
+        return Variant("fp32")
+    config = call.global_config
+    a16 = bool(call.option("a16w8_quantization")) or "int16" in extensions
+    per_channel = bool(call.option("per_channel_quantization", True))
+    bits = _activation_bits(config) if config is not None else None
+    if bits is not None:
+        if bits not in (8, 16):
+            return Variant(f"a{bits}", unsupported=f"a {bits}-bit activation config "
+                           "(quantizer.set_global): hil's recipes quantize activations to "
+                           "8 or 16 bits")
+        a16 = bits == 16
+    weights = _weight_range(config) if config is not None else None
+    four_bit = weights is not None and weights[1] <= 7
+    if config is not None and _per_channel(config) is not None:
+        per_channel = bool(_per_channel(config))
+    symmetric_io = bool(call.option("symmetric_io_quantization")) or call.io_config is not None
+    label = "a16w8" if a16 else ("a8w4" if four_bit else "int8")
+    label += "" if per_channel else " per-tensor"
+    label += " symmetric-io" if symmetric_io else ""
+    if recipe != "ethos-u":
+        refused = [what for what, asked in (("16-bit activations", a16), ("4-bit weights",
+                   four_bit), ("symmetric input/output quantization", symmetric_io)) if asked]
+        if refused:
+            return Variant(label, unsupported=f"{', '.join(refused)}: only hil's ethos-u recipe "
+                           f"has that option, not {recipe}")  # fmt: skip
+        return Variant(label, {"per_channel": per_channel} if recipe == "xnnpack-int8" else {})
+    options = {"a16w8": a16, "per_channel": per_channel, "weights": "int4" if four_bit else "int8",
+               "symmetric_io": symmetric_io}  # fmt: skip
+    if a16 and four_bit:
+        return Variant(label, unsupported="16-bit activations with 4-bit weights")
+    return Variant(label, options)

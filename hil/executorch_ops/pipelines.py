@@ -1,0 +1,231 @@
+"""Stand-ins for ExecuTorch's Arm test pipelines: the same constructors and edits, run by hil.
+
+An operator test imports `TosaPipelineINT` (and the others) from
+`executorch.backends.arm.test.tester.test_pipeline`; while hil runs the test, the test module's
+name is bound to the stand-in of the same name. It takes the same arguments (module, inputs,
+the aten and edge ops it expects, and every keyword), answers `pipeline.quantizer` and
+`pipeline.tester`, records stage edits, and its `run()` hands the record (hil.executorch_ops
+.calls) to hil. Nothing of ExecuTorch's harness runs. A method hil has no meaning for
+(`dump_artifact`, `visualize`, ...) is accepted and listed in the record, never dropped
+silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from hil.executorch_ops.calls import PipelineCall, StageAssertion
+
+DELEGATE_CALL = "torch.ops.higher_order.executorch_call_delegate"
+Runner = Callable[[PipelineCall], None]
+
+
+def _names(ops: Any) -> list[str]:
+    if ops is None:
+        return []
+    if isinstance(ops, str):
+        return [ops]
+    return [str(op) for op in ops]
+
+
+class _TesterMethod:
+    """`pipeline.tester.check_count` and the like: a marker naming the check, which
+    add_stage/add_stage_after record with their arguments."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:  # called directly: not a stage
+        return None
+
+
+class _Tester:
+    def __getattr__(self, name: str) -> _TesterMethod:
+        return _TesterMethod(name)
+
+
+class _Quantizer:
+    """`pipeline.quantizer`: set_global / set_io keep the config the test gives; anything
+    else is recorded as accepted and not honoured."""
+
+    def __init__(self, call: PipelineCall) -> None:
+        self._call = call
+
+    def set_global(self, config: Any) -> _Quantizer:
+        self._call.global_config = config
+        return self
+
+    def set_io(self, config: Any) -> _Quantizer:
+        self._call.io_config = config
+        return self
+
+    def __getattr__(self, name: str) -> Callable[..., _Quantizer]:
+        def accepted(*args: Any, **kwargs: Any) -> _Quantizer:
+            self._call.accepted.append(f"quantizer.{name}")
+            return self
+
+        return accepted
+
+
+class StandIn:
+    """The part every pipeline shares: stage edits and run()."""
+
+    name: ClassVar[str] = ""
+    runner: ClassVar[Runner | None] = None  # bound per test (bind())
+    op_names: ClassVar[tuple[str, str]] = ("aten_op", "exir_op")
+
+    def __class_getitem__(cls, _item: Any) -> type[StandIn]:
+        return cls  # TosaPipelineINT[input_t](...)
+
+    def __init__(self, module: Any, test_data: Any, *args: Any, **kwargs: Any) -> None:
+        inputs = test_data if isinstance(test_data, tuple) else (test_data,)
+        named = dict(zip(self.positional(), args, strict=False))
+        self.call = PipelineCall(self.name, module, inputs, {**named, **kwargs})
+        self.call.assertions.extend(self.initial_assertions())
+        self.tester = _Tester()
+        self._quantizer = _Quantizer(self.call)
+
+    @classmethod
+    def positional(cls) -> tuple[str, ...]:
+        return cls.op_names
+
+    def initial_assertions(self) -> Iterable[StageAssertion]:
+        """What their pipeline checks without being asked: the aten ops after export, the edge
+        ops gone after lowering, exactly one delegate."""
+        aten, exir = (self.call.option(n) for n in self.op_names)
+        yield StageAssertion("check", "aten", _names(aten))
+        yield StageAssertion("check_not", "exir", _names(exir))
+        yield StageAssertion("check_count", "exir", {DELEGATE_CALL: 1})
+
+    @property
+    def quantizer(self) -> _Quantizer:
+        return self._quantizer
+
+    # -- their stage edits ---------------------------------------------------------------
+
+    def add_stage(self, func: Any, *args: Any, pos: int = -1, suffix: str | None = None,
+                  **kwargs: Any) -> StandIn:  # fmt: skip
+        self._record(func, "end", args, kwargs)
+        return self
+
+    def add_stage_after(self, stage_id: str, func: Any, *args: Any, **kwargs: Any) -> StandIn:
+        self._record(func, stage_id, args, kwargs)
+        return self
+
+    def _record(self, func: Any, after: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if isinstance(func, _TesterMethod):
+            expected = args[0] if args else kwargs
+            self.call.assertions.append(StageAssertion(func.name, after, expected))
+        else:
+            self.call.accepted.append(f"add_stage({getattr(func, '__name__', func)!s})")
+
+    def pop_stage(self, identifier: int | str) -> StandIn:
+        stage = str(identifier)
+        self.call.popped.add(stage)
+        check, _, after = stage.partition(".")
+        self.call.assertions[:] = [
+            a for a in self.call.assertions if (a.check, a.after) != (check, after)
+        ]
+        return self
+
+    def change_args(self, stage_id: str, *args: Any, **kwargs: Any) -> StandIn:
+        check, _, after = stage_id.partition(".")
+        if args and any((a.check, a.after) == (check, after) for a in self.call.assertions):
+            self.call.assertions[:] = [
+                a if (a.check, a.after) != (check, after) else StageAssertion(check, after, args[0])
+                for a in self.call.assertions
+            ]  # fmt: skip
+        self.call.changed[stage_id] = dict(kwargs)
+        return self
+
+    def count_tosa_ops(self, counts: dict[str, int]) -> StandIn:
+        self.call.assertions.append(
+            StageAssertion("count_tosa_ops", "to_edge_transform_and_lower", dict(counts)))
+        return self
+
+    def run(self) -> None:
+        self.call.ran = True
+        runner = type(self).runner
+        if runner is None:
+            raise RuntimeError(f"{self.name}.run() outside a test hil runs")
+        runner(self.call)
+
+    def __getattr__(self, name: str) -> Callable[..., StandIn]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def accepted(*args: Any, **kwargs: Any) -> StandIn:
+            self.call.accepted.append(name)
+            return self
+
+        return accepted
+
+
+class TosaPipelineINT(StandIn):
+    name = "TosaPipelineINT"
+
+
+class TosaPipelineFP(StandIn):
+    name = "TosaPipelineFP"
+
+
+class EthosU55PipelineINT(StandIn):
+    name = "EthosU55PipelineINT"
+    op_names = ("aten_ops", "exir_ops")
+
+
+class EthosU65PipelineINT(EthosU55PipelineINT):
+    name = "EthosU65PipelineINT"
+
+
+class EthosU85PipelineINT(EthosU55PipelineINT):
+    name = "EthosU85PipelineINT"
+
+
+class VgfPipeline(StandIn):
+    name = "VgfPipeline"
+
+
+class OpNotSupportedPipeline(StandIn):
+    """Operators that must stay on the CPU: `non_delegated_ops` (op -> count) and
+    `n_expected_delegates` (default 0) are the whole assertion."""
+
+    name = "OpNotSupportedPipeline"
+    op_names = ("non_delegated_ops", "n_expected_delegates")
+
+    def initial_assertions(self) -> Iterable[StageAssertion]:
+        counts = dict(self.call.option("non_delegated_ops") or {})
+        counts[DELEGATE_CALL] = int(self.call.option("n_expected_delegates", 0))
+        yield StageAssertion("check_count", "exir", counts)
+
+
+class PassPipeline(StandIn):
+    name = "PassPipeline"
+    op_names = ("quantize", "ops_before_pass")
+
+    def initial_assertions(self) -> Iterable[StageAssertion]:
+        return ()
+
+
+class TransformAnnotationPassPipeline(PassPipeline):
+    name = "TransformAnnotationPassPipeline"
+
+
+class QuantizationPipeline(PassPipeline):
+    name = "QuantizationPipeline"
+    op_names = ("quantizer", "qspecs")
+
+
+STAND_INS: dict[str, type[StandIn]] = {
+    cls.name: cls
+    for cls in (TosaPipelineINT, TosaPipelineFP, EthosU55PipelineINT, EthosU65PipelineINT,
+                EthosU85PipelineINT, VgfPipeline, OpNotSupportedPipeline, PassPipeline,
+                TransformAnnotationPassPipeline, QuantizationPipeline)
+}  # fmt: skip
+
+
+def bind(name: str, runner: Runner) -> type[StandIn]:
+    """The stand-in for their class `name`, answering run() with `runner`."""
+    base = STAND_INS[name]
+    return type(name, (base,), {"runner": staticmethod(runner)})

@@ -1,0 +1,195 @@
+"""The pytest hooks of `-p hil.executorch_ops`: pytest glue only.
+
+    collection   each test that builds one of their pipelines is parametrized over the run's
+                 --target values that answer it (hil.executorch_ops.mapping), or gets one
+                 parameter that skips naming why none does; their "no FVP" xfails are taken
+                 off (hil runs those cases) and their other expected failures noted, not
+                 applied, so hil's verdict stands on its own and the difference is listed
+    look-ahead   before the first test, every test body runs up to its pipeline's run(),
+                 which only notes the export; the exports start on every core
+    call         the test module's pipeline names are bound to hil's stand-ins for the call
+    summary      hil's verdict beside what ExecuTorch's own rule says of the same outputs
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from hil.executorch_ops import mapping
+from hil.executorch_ops.pipelines import STAND_INS, bind
+from hil.executorch_ops.runner import CaseRunner, Choice, Noted
+from hil.plugin.state import RECORD_KEY, HilState
+
+PARAM = "hil_executorch_target"
+SKIPS = ("skip", "skipif", "xfail")
+THEIR_XFAIL = pytest.StashKey[str]()
+NEVER_RAN = ("{node} built no pipeline hil answers, or never called its run(): nothing was "
+             "judged, so it cannot pass")  # fmt: skip
+
+
+def _state(config: pytest.Config) -> HilState:
+    from hil.plugin import state_of
+
+    return state_of(config)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """hil is in use from the start (its --target values, default host, say where)."""
+    _state(config)
+
+
+def pipelines_of(function: Any) -> set[str]:
+    """Their pipeline classes a test function names (read from its code, not run)."""
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    return set(code.co_names) & set(STAND_INS) if code is not None else set()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    used = pipelines_of(metafunc.function)
+    if not used:
+        return
+    state = _state(metafunc.config)
+    targets = list(state.options.targets)
+    choices: list[Choice] = []
+    for target in targets:
+        spec = state.registry.get(target)
+        for recipe in dict.fromkeys(r for p in sorted(used) for r in mapping.recipes_for(p, spec)):
+            choices.append(Choice(target, recipe))
+    if not choices:
+        reason = "; ".join(mapping.fit_reason(p, targets) for p in sorted(used))
+        choices.append(Choice("+".join(targets), None, reason))
+    metafunc.fixturenames.append(PARAM)
+    metafunc.parametrize(PARAM, choices, ids=[c.id for c in choices])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Their xfails are for their harness: the FVP ones (raises FileNotFoundError) do not
+    apply, since hil runs those cases; the others are kept as a note beside hil's verdict."""
+    for item in items:
+        choice = _choice(item)
+        if choice is None:
+            continue
+        if choice.recipe is None:  # no target answers it: said by hil, before their skips
+            item.own_markers[:] = [m for m in item.own_markers if m.name not in SKIPS]
+            item.add_marker(pytest.mark.skip(reason=choice.reason), append=False)
+            continue
+        kept, reasons = [], []
+        for mark in getattr(item, "own_markers", []):
+            if mark.name == "xfail":
+                raises = mark.kwargs.get("raises")
+                if raises is not FileNotFoundError:
+                    reasons.append(str(mark.kwargs.get("reason") or (mark.args[1:2] or [""])[0]))
+                continue
+            kept.append(mark)
+        item.own_markers[:] = kept
+        if reasons:
+            item.stash[THEIR_XFAIL] = "; ".join(r for r in reasons if r) or "xfail"
+
+
+def _choice(item: pytest.Item) -> Choice | None:
+    callspec = getattr(item, "callspec", None)
+    choice = callspec.params.get(PARAM) if callspec is not None else None
+    return choice if isinstance(choice, Choice) else None
+
+
+def case_name(item: pytest.Item, choice: Choice) -> str:
+    """Their test's own name and parameters (not the target, which the record names)."""
+    callspec = getattr(item, "callspec", None)
+    ids = callspec.id if callspec is not None else ""
+    for edge in (f"-{choice.id}", f"{choice.id}-", choice.id):
+        if ids.endswith(edge) or ids.startswith(edge):
+            ids = ids[: -len(edge)] if ids.endswith(edge) else ids[len(edge):]
+            break
+    function = getattr(item, "originalname", item.name)
+    return f"{Path(str(item.path)).stem}::{function}" + (f"[{ids}]" if ids else "")
+
+
+def _runner(item: pytest.Item, choice: Choice, noting: list[Any] | None = None) -> CaseRunner:
+    return CaseRunner(item, _state(item.config), choice, case_name(item, choice),
+                      item.stash.get(THEIR_XFAIL, None), noting)  # fmt: skip
+
+
+@contextmanager
+def _stand_ins(item: pytest.Item, runner: CaseRunner) -> Iterator[None]:
+    """The test module's pipeline names bound to hil's stand-ins, for this one call."""
+    module = getattr(item, "module", None)
+    saved = {n: getattr(module, n) for n in STAND_INS if hasattr(module, n)}
+    try:
+        for name in saved:
+            setattr(module, name, bind(name, runner))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)  # their factories call randn: the same inputs in every run
+            yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    choice = _choice(item)
+    if choice is None:
+        return (yield)
+    runner = _runner(item, choice)
+    with _stand_ins(item, runner):
+        outcome = yield
+    if not any(k == RECORD_KEY for k, _ in item.user_properties):
+        pytest.fail(NEVER_RAN.format(node=item.nodeid), pytrace=False)
+    return outcome
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Each test body once up to its pipeline's run(), which notes the export; then hil's
+    workers build them on every core while the tests run in order. A test the cache knows by
+    name is not looked at (a warm run looks at none)."""
+    if session.config.option.collectonly or getattr(session.config, "workerinput", None):
+        return
+    state = _state(session.config)
+    noted: list[Any] = []
+    for item in session.items:
+        choice = _choice(item)
+        if choice is None or choice.recipe is None:
+            continue
+        if state.session.probably_cached(case_name(item, choice), choice.target, choice.recipe):
+            continue
+        _look_ahead(item, _runner(item, choice, noting=noted))
+    if noted:
+        state.session.export_ahead(noted, state.options.export_workers)
+
+
+def _look_ahead(item: pytest.Item, runner: CaseRunner) -> None:
+    """Run `item`'s body with the noting runner. A test that needs a fixture, or whose body
+    fails before run(), is left out: its check exports itself."""
+    function = getattr(item, "obj", None)
+    params = dict(getattr(getattr(item, "callspec", None), "params", {}))
+    if function is None:
+        return
+    wanted = inspect.signature(function).parameters
+    if any(name not in params for name in wanted):
+        return
+    with _stand_ins(item, runner):
+        try:
+            function(**{name: params[name] for name in wanted})
+        except Noted:
+            pass
+        except (Exception, pytest.skip.Exception, pytest.fail.Exception):
+            pass  # the test reports it itself when it runs
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    from hil.executorch_ops.summary import render
+
+    lines = render(_state(config).records)
+    if lines:
+        terminalreporter.section("ExecuTorch's operator tests: hil's verdict beside theirs")
+        for line in lines:
+            terminalreporter.write_line(line)

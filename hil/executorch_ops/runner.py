@@ -1,0 +1,155 @@
+"""One test's pipeline.run(), answered by hil: variant, check, their assertions, their rule.
+
+    their pipeline call -> (target, recipe) chosen at collection, variant from the call
+      -> hil.Session.check (export, deploy, run, hil's verdict)
+      -> their stage assertions on hil's lowering (hil.executorch_ops.stages)
+      -> their qtol rule on the same arrays (hil.executorch_ops.their_rule)
+      -> one record (hil's, with an "executorch" part), then raise what failed
+
+A failed hil verdict fails the test as any hil check does; a judged stage assertion that
+does not hold fails it as a partition mismatch. NOT JUDGED and the pipelines, targets and
+variants hil cannot honour are skips that say why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from hil.case import Case, case_from_module
+from hil.devices import RecipeSpec
+from hil.errors import HilError, PartitionMismatch, TargetUnavailable
+from hil.executorch_ops import mapping, stages, their_rule
+from hil.executorch_ops.calls import PipelineCall
+from hil.plugin.state import RECORD_KEY, HilState
+from hil.plugin.state import Variant as HilVariant
+
+EXTRA = "executorch"  # the record's key for what this plugin adds
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The target and recipe one collected item runs on; `recipe` None: none fits (`reason`)."""
+
+    target: str
+    recipe: str | None
+    reason: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.target}-{self.recipe}" if self.recipe else f"{self.target}-unfit"
+
+    def __repr__(self) -> str:
+        return self.id
+
+
+class Noted(Exception):
+    """Ends a test body in the look-ahead once its pipeline's run() has noted its export."""
+
+
+@dataclass
+class CaseRunner:
+    """Answers the pipelines of one test item."""
+
+    item: pytest.Item
+    state: HilState
+    choice: Choice
+    case_name: str
+    their_xfail: str | None = None
+    noting: list[tuple[Case, str, str | RecipeSpec | None]] | None = None  # the look-ahead
+
+    def __call__(self, call: PipelineCall) -> None:
+        recipe = self.choice.recipe
+        if call.pipeline in mapping.NOT_ANSWERED or recipe is None:
+            why = self.choice.reason or mapping.fit_reason(call.pipeline, [self.choice.target])
+            pytest.skip(why)
+        spec = self.state.registry.get(self.choice.target)
+        if recipe not in mapping.recipes_for(call.pipeline, spec):
+            pytest.skip(mapping.fit_reason(call.pipeline, [self.choice.target]))
+        variant = mapping.variant_of(call, recipe)
+        if variant.unsupported:
+            pytest.skip(f"{call.pipeline} [{variant.label}]: {variant.unsupported}")
+        case = case_from_module(self.case_name, call.module, call.inputs)
+        chosen: str | RecipeSpec = variant.recipe(recipe) if variant.options else recipe
+        if self.noting is not None:
+            self.noting.append((case, self.choice.target, chosen))
+            raise Noted
+        self._check(call, case, chosen, variant)
+
+    def _check(self, call: PipelineCall, case: Case, chosen: str | RecipeSpec,
+               variant: mapping.Variant) -> None:  # fmt: skip
+        session, target = self.state.session, self.choice.target
+        hil_variant = HilVariant(self.case_name, case, target, self.choice.recipe or "")
+        earlier = session.broken_cause(target)
+        try:
+            session.target(target)
+        except TargetUnavailable as e:
+            if self.state.options.require:
+                pytest.fail(f"target {target} is required but unavailable: {e}", pytrace=False)
+            pytest.skip(f"target {target} unavailable: {e}")
+        except HilError as e:
+            if earlier is not None:
+                pytest.skip(f"target {target} is out of service since an earlier failure: "
+                            f"{earlier}")
+            self._record_error(hil_variant, e, call, variant)
+            raise
+        try:
+            result = session.check(case, target, chosen)
+            artifact = session.export(case, target, chosen)
+        except HilError as e:
+            self._record_error(hil_variant, e, call, variant)
+            raise
+        numerics = mapping.numerics(call.pipeline, call.options)
+        checked = stages.evaluate(call.assertions, artifact, self.choice.recipe or "",
+                                  call.pipeline)  # fmt: skip
+        theirs = their_rule.their_verdict(call, numerics, result.arrays_path, artifact)
+        record = result.to_record()
+        record[EXTRA] = self._extra(call, variant, checked, theirs)
+        self.item.user_properties.append((RECORD_KEY, record))
+        self.item.config.hook.pytest_hil_result(item=self.item, result=result, record=record)
+        result.raise_for_failures()
+        failed = [c for c in checked if c.status == stages.FAILED]
+        if failed:
+            raise PartitionMismatch(
+                f"{self.case_name} on {target}: their stage assertions do not hold on hil's "
+                "lowering: " + "; ".join(f"{c.assertion.check}.{c.assertion.after}: {c.note}"
+                                         for c in failed),
+                fix="the operator is lowered otherwise than the test asserts: see the "
+                "partition report (hil explore) or correct the assertion",
+            )  # fmt: skip
+        if result.verdict == "NOT JUDGED":
+            message = result.not_judged_message() or "NOT JUDGED"
+            if self.state.options.require:
+                pytest.fail(f"--hil-require: {message}", pytrace=False)
+            pytest.skip(message)
+
+    def _extra(self, call: PipelineCall, variant: mapping.Variant,
+               checked: list[stages.StageResult], theirs: their_rule.TheirVerdict
+               ) -> dict[str, Any]:  # fmt: skip
+        return {
+            "pipeline": call.pipeline,
+            "variant": variant.label,
+            "test": self.item.nodeid,
+            "their_rule": theirs.word,
+            "their_rule_detail": theirs.detail,
+            "their_xfail": self.their_xfail,
+            "stage_assertions": [c.to_record() for c in checked],
+            "accepted_not_run": sorted(set(call.accepted)),
+        }
+
+    def _record_error(self, hil_variant: HilVariant, error: HilError, call: PipelineCall,
+                      variant: mapping.Variant) -> None:  # fmt: skip
+        from hil.plugin.records import error_record
+
+        record = error_record(hil_variant, error)
+        record[EXTRA] = {"pipeline": call.pipeline, "variant": variant.label,
+                         "test": self.item.nodeid, "their_rule": "n/a",
+                         "their_xfail": self.their_xfail}  # fmt: skip
+        self.item.user_properties.append((RECORD_KEY, record))
+        self.item.config.hook.pytest_hil_error(item=self.item, record=record, error=error)
+
+
+RunnerFactory = Callable[[pytest.Item], CaseRunner]

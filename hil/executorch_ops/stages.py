@@ -1,0 +1,137 @@
+"""Their stage assertions, evaluated on hil's lowering where it has the facts.
+
+An operator author asserts more than numbers: `check_count.exir` (exactly one delegate),
+`check_not.exir` (the edge op is gone: delegated), `OpNotSupportedPipeline`'s operators that
+must stay on the CPU, `count_tosa_ops` (the TOSA operators the delegate holds). hil answers
+them from the artifact it made:
+
+    check_count / check_not after lowering   the partition report: delegates, CPU operators
+    count_tosa_ops                           the delegates' TOSA graphs (ethos-u recipe)
+    check after export, check_dtype_count, anything else
+                                             not kept by hil: reported as not checked
+
+An assertion is judged (it can fail the case) only where hil's lowering is the one they
+assert on: an Arm partition (ethos-u recipe) for the TOSA, Ethos-U and OpNotSupported
+pipelines. The TOSA pipelines lower for the generic TOSA-1.0 profile and hil for the NPU's
+profile, so TOSA operator counts may differ for good reason: those are reported, never a
+failure. Elsewhere (XNNPACK, portable, cortex-m) an Arm assertion has no meaning: reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hil.artifacts.partition import PartitionReport
+from hil.artifacts.store import Artifact
+from hil.errors import HilError
+from hil.executorch_ops.calls import AFTER_LOWERING, StageAssertion
+
+PREFIXES = ("executorch_exir_dialects_edge__ops_", "torch.ops.", "torch_ops_")
+DELEGATE = "higher_order_executorch_call_delegate"
+JUDGED, FAILED, REPORTED = "judged", "failed", "reported"
+
+
+@dataclass(frozen=True)
+class StageResult:
+    assertion: StageAssertion
+    status: str  # judged (held), failed, reported (not judged: `note` says why)
+    found: Any = None
+    note: str = ""
+
+    def to_record(self) -> dict[str, Any]:
+        return {"check": self.assertion.check, "after": self.assertion.after,
+                "expected": _plain(self.assertion.expected), "status": self.status,
+                "found": _plain(self.found), "note": self.note}  # fmt: skip
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v) for v in value]
+    return value if isinstance(value, (int, float, str, bool, type(None))) else str(value)
+
+
+def normalized(op: str) -> str:
+    """"executorch_exir_dialects_edge__ops_aten_add_Tensor", "torch.ops.aten.add.Tensor" and
+    hil's "aten.add.Tensor" all become "aten_add_Tensor"."""
+    for prefix in PREFIXES:
+        op = op.removeprefix(prefix)
+    return op.replace(".", "_")
+
+
+def cpu_counts(report: PartitionReport) -> dict[str, int]:
+    """Operators left in the lowered program's own graph (what their exir checks read)."""
+    counts = {normalized(f.op): f.count for f in report.fallbacks}
+    for op, count in report.boundary.items():
+        counts[normalized(op)] = counts.get(normalized(op), 0) + count
+    counts[DELEGATE] = report.delegates
+    return counts
+
+
+def evaluate(assertions: Iterable[StageAssertion], artifact: Artifact, recipe: str,
+             pipeline: str) -> list[StageResult]:  # fmt: skip
+    arm = recipe == "ethos-u"
+    report = artifact.parts.partition
+    results = []
+    for assertion in assertions:
+        after = assertion.after.rpartition(".")[2] if "." in assertion.after else assertion.after
+        lowered = after in AFTER_LOWERING or after == "end"
+        if not assertion.expected:
+            results.append(StageResult(assertion, REPORTED, note="nothing asserted"))
+        elif assertion.check in ("check_count", "check_not") and lowered:
+            if not arm or report is None:
+                results.append(StageResult(assertion, REPORTED, note=f"an Arm partition "
+                               f"assertion; hil's {recipe} recipe lowers otherwise"))  # fmt: skip
+                continue
+            results.append(_partition(assertion, cpu_counts(report)))
+        elif assertion.check == "count_tosa_ops":
+            results.append(_tosa_counts(assertion, artifact, arm, pipeline))
+        elif assertion.check == "check" and after == "aten":
+            results.append(StageResult(assertion, REPORTED, note="hil keeps no export graph"))
+        else:
+            results.append(StageResult(assertion, REPORTED,
+                                       note=f"{assertion.check} after {assertion.after}: hil "
+                                       "keeps no such stage"))  # fmt: skip
+    return results
+
+
+def _partition(assertion: StageAssertion, counts: Mapping[str, int]) -> StageResult:
+    if assertion.check == "check_not":
+        present = {op: counts[normalized(op)] for op in assertion.expected
+                   if counts.get(normalized(op), 0)}  # fmt: skip
+        return StageResult(assertion, FAILED if present else JUDGED, present or {},
+                           f"still on the CPU: {present}" if present else "")
+    expected = {str(op): int(n) for op, n in dict(assertion.expected).items()}
+    found = {op: counts.get(normalized(op), 0) for op in expected}
+    wrong = {op: (n, found[op]) for op, n in expected.items() if found[op] != n}
+    note = "; ".join(f"{op}: expected {n}, hil's lowering has {m}" for op, (n, m) in wrong.items())
+    return StageResult(assertion, FAILED if wrong else JUDGED, found, note)
+
+
+def _tosa_counts(assertion: StageAssertion, artifact: Artifact, arm: bool,
+                 pipeline: str) -> StageResult:  # fmt: skip
+    if not arm:
+        return StageResult(assertion, REPORTED, note="no TOSA graph: not an Arm lowering")
+    from hil.explore.tosa_graph import read_tosa
+
+    counts: dict[str, int] = {}
+    ethos_u = artifact.parts.ethos_u
+    try:
+        for part in ethos_u.delegates if ethos_u is not None else ():
+            for op in read_tosa(artifact.folder / part.folder / "out.tosa").ops:
+                counts[op.op] = counts.get(op.op, 0) + 1
+    except HilError as e:
+        return StageResult(assertion, REPORTED, note=f"TOSA graph unreadable: {e.message}")
+    expected = {str(k): int(v) for k, v in dict(assertion.expected).items()}
+    found = {op: counts.get(op, 0) for op in expected}
+    differs = {op: (n, found[op]) for op, n in expected.items() if found[op] != n}
+    if not differs:
+        return StageResult(assertion, JUDGED, found)
+    note = "; ".join(f"{op}: they count {n}, hil's NPU lowering has {m}"
+                     for op, (n, m) in differs.items())  # fmt: skip
+    if pipeline.startswith("Tosa"):  # the generic TOSA profile against the NPU's: reported
+        return StageResult(assertion, REPORTED, found, note + " (TOSA-1.0 profile vs the NPU's)")
+    return StageResult(assertion, FAILED, found, note)

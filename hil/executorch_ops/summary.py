@@ -1,0 +1,77 @@
+"""The run's closing section: hil's verdict beside ExecuTorch's rule, and every difference.
+
+    case                         target   variant  hil        steps  theirs  note
+    ...
+    agree 531 · hil stricter 3 · theirs stricter 1 · their rule n/a 4
+
+A difference is listed with both sides' words: hil's failure (the limit and the measured
+reason beside it) and the rule's allclose figures, so a reviewer sees which rule caught what.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hil.executorch_ops.runner import EXTRA
+
+PASSING = ("PASS",)
+KINDS = ("agree", "hil stricter", "theirs stricter", "not comparable")
+
+
+def _hil_passed(record: Mapping[str, Any]) -> bool | None:
+    verdict = str(record.get("verdict", ""))
+    if verdict == "NOT JUDGED":
+        return None
+    return verdict in PASSING
+
+
+def classify(record: Mapping[str, Any]) -> str:
+    extra = record.get(EXTRA, {})
+    theirs = {"PASS": True, "FAIL": False}.get(str(extra.get("their_rule")))
+    ours = _hil_passed(record)
+    if theirs is None or ours is None:
+        return "not comparable"
+    if ours == theirs:
+        return "agree"
+    return "hil stricter" if theirs else "theirs stricter"
+
+
+def render(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    ours = [r for r in records if EXTRA in r]
+    if not ours:
+        return []
+    counts = Counter(classify(r) for r in ours)
+    pipelines = Counter(str(r[EXTRA].get("pipeline")) for r in ours)
+    assertions = Counter(
+        a.get("status") for r in ours for a in r[EXTRA].get("stage_assertions", ())
+    )
+    lines = [
+        f"{len(ours)} checks: " + ", ".join(f"{p} {n}" for p, n in sorted(pipelines.items())),
+        "verdicts: " + " · ".join(f"{k} {counts[k]}" for k in KINDS if counts[k]),
+        "their stage assertions on hil's lowering: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(assertions.items())) or "none"),
+    ]
+    differing = [r for r in ours if classify(r) in ("hil stricter", "theirs stricter")]
+    noted = [r for r in ours if r[EXTRA].get("their_xfail")]
+    for record in differing:
+        extra = record[EXTRA]
+        lines.append(f"  {classify(record)}: {record.get('case')} on {record.get('target')} "
+                     f"[{extra.get('variant')}]: hil {record.get('verdict')}"
+                     f"{_steps(record)}; their rule {extra.get('their_rule')} "
+                     f"({extra.get('their_rule_detail')})")  # fmt: skip
+        failure = str(record.get("failure") or "").splitlines()
+        if failure:
+            lines.append(f"    hil: {failure[0]}")
+    for record in noted:
+        lines.append(f"  ExecuTorch expects {record.get('case')} to fail "
+                     f"({record[EXTRA]['their_xfail']}); hil: {record.get('verdict')} on "
+                     f"{record.get('target')}")  # fmt: skip
+    return lines
+
+
+def _steps(record: Mapping[str, Any]) -> str:
+    agreement = record.get("agreement") or {}
+    steps = agreement.get("steps") if isinstance(agreement, Mapping) else None
+    return f", {steps:g} steps from the quantized model" if isinstance(steps, (int, float)) else ""

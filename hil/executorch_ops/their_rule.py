@@ -1,0 +1,72 @@
+"""What ExecuTorch's own harness would have said of the same outputs, beside hil's verdict.
+
+Their `run_method_and_compare_outputs` passes an output when `torch.allclose(target,
+reference, atol + qtol * scale, rtol)`: for a quantized program the reference is the
+quantized model and `scale` the output's quantization scale (qtol=1 by default: one step);
+for a float program eager PyTorch with qtol=0. The same rule is applied here to the arrays
+hil stored for the check (its target's outputs, the quantized model's and eager's), with the
+test's own atol, rtol and qtol, so a difference between the two verdicts is about the rule,
+never about which run was judged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hil.artifacts.store import Artifact
+from hil.executorch_ops.calls import PipelineCall
+
+DEFAULTS = {"int": {"atol": 1e-3, "rtol": 1e-3, "qtol": 1}, "fp": {"atol": 1e-3, "rtol": 1e-3,
+            "qtol": 0}}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TheirVerdict:
+    passed: bool | None  # None: their rule could not be applied (no reference arrays)
+    detail: str
+
+    @property
+    def word(self) -> str:
+        return {True: "PASS", False: "FAIL", None: "n/a"}[self.passed]
+
+
+def their_verdict(call: PipelineCall, numerics: str, arrays: Path | None,
+                  artifact: Artifact) -> TheirVerdict:  # fmt: skip
+    rule = {**DEFAULTS[numerics], **call.compare_kwargs()}
+    atol, rtol, qtol = float(rule["atol"]), float(rule["rtol"]), float(rule["qtol"])
+    if arrays is None or not arrays.is_file():
+        return TheirVerdict(None, "no stored outputs")
+    with np.load(arrays) as stored:
+        outputs = _indexed(stored, "output")
+        against = _indexed(stored, "quantized_reference") if numerics == "int" else ()
+        reference_name = "the quantized model"
+        if not against:
+            against, reference_name = _indexed(stored, "reference"), "eager"
+    if not outputs or len(outputs) != len(against):
+        return TheirVerdict(None, f"outputs and {reference_name} differ in count")
+    scales = artifact.output_scales or ()
+    worst, worst_at = 0.0, ""
+    for i, (out, ref) in enumerate(zip(outputs, against, strict=True)):
+        step = scales[i] if i < len(scales) else None
+        limit = atol + qtol * (float(step) if step is not None else 0.0)
+        if out.shape != ref.shape:
+            return TheirVerdict(False, f"output {i}: shape {out.shape} against {ref.shape}")
+        error = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+        allowed = limit + rtol * np.abs(ref.astype(np.float64))
+        excess = float(np.max(error - allowed)) if error.size else 0.0
+        if excess > worst or not worst_at:
+            worst, worst_at = excess, f"output {i}: max |error| {float(error.max(initial=0)):.4g}"\
+                f" against atol {limit:.4g} + rtol {rtol:g}*|{reference_name}|"
+    passed = worst <= 0.0
+    return TheirVerdict(passed, f"allclose vs {reference_name} (atol {atol:g} + qtol {qtol:g}"
+                        f" x scale, rtol {rtol:g}): {worst_at}")
+
+
+def _indexed(stored: Any, prefix: str) -> tuple[np.ndarray[Any, Any], ...]:
+    keys = sorted((k for k in stored.files if k.rstrip("0123456789").rstrip("_") == prefix),
+                  key=lambda k: int("".join(c for c in k if c.isdigit()) or 0))  # fmt: skip
+    return tuple(np.asarray(stored[k]) for k in keys)

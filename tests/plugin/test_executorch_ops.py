@@ -1,0 +1,125 @@
+"""`-p hil.executorch_ops`: ExecuTorch's own operator tests, unchanged, judged on hil targets.
+
+Real test files of the installed executorch wheel run through the plugin in a pytest
+subprocess (their harness registers torch operator libraries when imported), with hil's
+real targets and exporter: no fake of their pipelines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def wheel_ops() -> Path:
+    import executorch
+
+    return Path(next(iter(executorch.__path__))) / "backends" / "arm" / "test" / "ops"
+
+
+# A test file an operator author might write: their real pipeline classes and helpers.
+AUTHORED = '''
+import torch
+from executorch.backends.arm.quantizer.arm_quantizer import (
+    get_symmetric_a16w8_quantization_config,
+)
+from executorch.backends.arm.test.tester.test_pipeline import (
+    EthosU85PipelineINT,
+    TosaPipelineINT,
+    VgfPipeline,
+)
+
+ATEN, EXIR = "torch.ops.aten.add.Tensor", "executorch_exir_dialects_edge__ops_aten_add_Tensor"
+
+
+class Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def inputs():
+    return (torch.rand(1, 8), torch.rand(1, 8))
+
+
+def test_add_u85_INT_a16w8():
+    EthosU85PipelineINT[tuple](Add(), inputs(), ATEN, EXIR, a16w8_quantization=True).run()
+
+
+def test_add_tosa_INT_16a8w_by_config():
+    pipeline = TosaPipelineINT(Add(), inputs(), ATEN, EXIR)
+    pipeline.quantizer.set_global(get_symmetric_a16w8_quantization_config())
+    pipeline.run()
+
+
+def test_add_tosa_INT_asserts_two_delegates():
+    pipeline = TosaPipelineINT(Add(), inputs(), ATEN, EXIR)
+    pipeline.change_args("check_count.exir", {"torch.ops.higher_order.executorch_call_delegate": 2})
+    pipeline.run()
+
+
+def test_add_tosa_INT_never_runs():
+    TosaPipelineINT(Add(), inputs(), ATEN, EXIR)
+
+
+def test_add_vgf():
+    VgfPipeline(Add(), inputs(), ATEN, EXIR).run()
+'''
+
+
+def run(pytester: pytest.Pytester, shared_cache: Path, *args: str) -> pytest.RunResult:
+    pytester.makeini("[pytest]\n")  # a folder of the user's own, not hil's checkout
+    return pytester.runpytest_subprocess(
+        "-p", "hil.executorch_ops", f"--hil-devices={REPO / 'devices'}",
+        f"--hil-cache-dir={shared_cache}", "--hil-results-dir=results", "-p", "no:cacheprovider",
+        "-p", "no:labgrid", "-rfs", *args,
+    )  # fmt: skip
+
+
+def records(pytester: pytest.Pytester) -> list[dict[str, object]]:
+    lines = (pytester.path / "results" / "records.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    result = run(pytester, shared_cache, str(wheel_ops() / "test_relu.py"), "--target=u85-ref",
+                 "--target=host")  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
+    assert outcomes["passed"] >= 30
+    text = result.stdout.str()
+    assert "EthosU55PipelineINT runs on a device with an Ethos-U55" in text  # named, not passed
+    assert "VgfPipeline: hil has no VGF (Vulkan) target" in text
+    assert "hil's verdict beside theirs" in text and "verdicts: agree" in text
+    found = [r for r in records(pytester) if "executorch" in r]
+    pipelines = {r["executorch"]["pipeline"] for r in found}  # type: ignore[index]
+    assert {"TosaPipelineINT", "TosaPipelineFP", "EthosU85PipelineINT"} <= pipelines
+    on_u85 = [r for r in found if r["target"] == "u85-ref"]
+    assert on_u85 and all(r["recipe"] == "ethos-u" for r in on_u85)
+    assert {r["recipe"] for r in found if r["target"] == "host"} == {"portable", "xnnpack-fp32",
+                                                                   "xnnpack-int8"}  # fmt: skip
+    held = [a for r in on_u85 for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
+            if a["check"] == "check_count" and a["status"] == "judged"]  # fmt: skip
+    assert held  # one delegate, as their pipeline asserts, judged on hil's partition
+
+
+def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    pytester.makepyfile(test_authored=AUTHORED)
+    result = run(pytester, shared_cache, "test_authored.py", "--target=u85-ref")
+    result.assert_outcomes(passed=2, failed=2, skipped=1)
+    text = result.stdout.str()
+    assert "their stage assertions do not hold on hil's lowering" in text
+    assert "torch.ops.higher_order.executorch_call_delegate: expected 2, hil's lowering has 1" in text
+    assert "never called its run(): nothing was judged" in text
+    assert "VgfPipeline: hil has no VGF (Vulkan) target" in text
+    variants = {str(r["case"]): r["executorch"]["variant"]  # type: ignore[index]
+                for r in records(pytester) if "executorch" in r}  # fmt: skip
+    assert variants["test_authored::test_add_u85_INT_a16w8"] == "a16w8"
+    assert variants["test_authored::test_add_tosa_INT_16a8w_by_config"] == "a16w8"
+    assert variants["test_authored::test_add_tosa_INT_asserts_two_delegates"] == "int8"

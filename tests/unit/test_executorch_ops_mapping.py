@@ -1,0 +1,119 @@
+"""Which target, recipe and variant answer ExecuTorch's pipelines (their real quantization
+configs from the installed package), what a stand-in records, and their rule on arrays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import torch
+
+from hil.devices import DeviceRegistry
+from hil.executorch_ops import mapping, stages, their_rule
+from hil.executorch_ops.calls import PipelineCall
+from hil.executorch_ops.pipelines import DELEGATE_CALL, bind
+
+
+def call(pipeline: str, config: Any = None, **options: Any) -> PipelineCall:
+    recorded = PipelineCall(pipeline, torch.nn.ReLU(), (torch.zeros(1),), dict(options))
+    recorded.global_config = config
+    return recorded
+
+
+def test_each_pipeline_finds_its_recipes(repo_devices: DeviceRegistry) -> None:
+    def on(target: str, pipeline: str) -> list[str]:
+        return mapping.recipes_for(pipeline, repo_devices.get(target))
+
+    assert on("u85-ref", "TosaPipelineINT") == ["ethos-u"]
+    assert on("cortex-m55-ref", "TosaPipelineINT") == ["cortex-m"]
+    assert on("host", "TosaPipelineINT") == ["xnnpack-int8"]
+    assert on("host", "TosaPipelineFP") == ["portable", "xnnpack-fp32"]
+    assert on("u85-ref", "TosaPipelineFP") == []
+    assert on("u85-ref", "EthosU85PipelineINT") == ["ethos-u"]
+    assert on("u85-ref", "EthosU55PipelineINT") == []
+    assert on("fvp-u55", "EthosU55PipelineINT") == ["ethos-u"]
+    assert on("u55-ref", "OpNotSupportedPipeline") == ["ethos-u"]
+    for name in mapping.NOT_ANSWERED:
+        assert on("u85-ref", name) == [] and name in mapping.fit_reason(name, ["u85-ref"])
+
+
+def test_variants_come_from_their_options_and_the_config_they_set() -> None:
+    from executorch.backends.arm.quantizer.arm_quantizer import (
+        get_symmetric_a8w4_quantization_config,
+        get_symmetric_a16w8_quantization_config,
+        get_symmetric_quantization_config,
+    )
+
+    assert mapping.variant_of(call("TosaPipelineINT"), "ethos-u").options == {
+        "a16w8": False, "per_channel": True, "weights": "int8", "symmetric_io": False}
+    assert mapping.variant_of(call("TosaPipelineINT", tosa_extensions=["int16"]),
+                              "ethos-u").label == "a16w8"  # fmt: skip
+    assert mapping.variant_of(call("EthosU85PipelineINT", a16w8_quantization=True),
+                              "ethos-u").options["a16w8"] is True  # fmt: skip
+    by_config = mapping.variant_of(call("EthosU85PipelineINT",
+                                        get_symmetric_a16w8_quantization_config()), "ethos-u")
+    assert by_config.label == "a16w8"  # set_global wins over the (absent) flag
+    a8w4 = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a8w4_quantization_config(
+        is_per_channel=False)), "ethos-u")  # fmt: skip
+    assert a8w4.label == "a8w4 per-tensor" and a8w4.options["weights"] == "int4"
+    assert a8w4.options["per_channel"] is False
+    per_tensor = mapping.variant_of(call("TosaPipelineINT", get_symmetric_quantization_config(
+        is_per_channel=False)), "ethos-u")  # fmt: skip
+    assert per_tensor.options["per_channel"] is False
+    io = mapping.variant_of(call("TosaPipelineINT", symmetric_io_quantization=True), "ethos-u")
+    assert io.options["symmetric_io"] is True and io.label == "int8 symmetric-io"
+
+
+def test_what_a_recipe_cannot_honour_is_named() -> None:
+    from executorch.backends.arm.quantizer.arm_quantizer import (
+        get_symmetric_a16w8_quantization_config,
+    )
+
+    on_host = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a16w8_quantization_config()),
+                                 "xnnpack-int8")  # fmt: skip
+    assert on_host.unsupported and "16-bit activations" in on_host.unsupported
+    bf16 = mapping.variant_of(call("TosaPipelineFP", tosa_extensions=["bf16"]), "portable")
+    assert bf16.unsupported and "bf16" in bf16.unsupported
+    int32 = SimpleNamespace(input_activation=SimpleNamespace(dtype=torch.int32), weight=None)
+    assert "32-bit activation config" in (mapping.variant_of(call("TosaPipelineINT", int32),
+                                                             "ethos-u").unsupported or "")
+
+
+def test_a_stand_in_records_their_edits() -> None:
+    noted: list[PipelineCall] = []
+    pipeline_class = bind("EthosU85PipelineINT", noted.append)
+    pipeline = pipeline_class[tuple](torch.nn.ReLU(), torch.zeros(2), "torch.ops.aten.relu.default",
+                                     "executorch_exir_dialects_edge__ops_aten_relu_default",
+                                     a16w8_quantization=True)  # fmt: skip
+    pipeline.add_stage_after("to_edge_transform_and_lower", pipeline.tester.check_count,
+                             {"executorch_exir_dialects_edge__ops_aten_relu_default": 0})
+    pipeline.pop_stage("check.aten")
+    pipeline.change_args("run_method_and_compare_outputs", qtol=2)
+    pipeline.dump_artifact("to_edge")
+    pipeline.run()
+    (recorded,) = noted
+    assert recorded.inputs == (pipeline.call.inputs[0],) and recorded.option("a16w8_quantization")
+    checks = [(a.check, a.after) for a in recorded.assertions]
+    assert checks == [("check_not", "exir"), ("check_count", "exir"),
+                      ("check_count", "to_edge_transform_and_lower")]  # fmt: skip
+    assert recorded.assertions[1].expected == {DELEGATE_CALL: 1}
+    assert recorded.compare_kwargs() == {"qtol": 2} and recorded.accepted == ["dump_artifact"]
+
+
+def test_op_names_of_their_checks_meet_hils_partition() -> None:
+    assert stages.normalized("executorch_exir_dialects_edge__ops_aten_add_Tensor") == \
+        stages.normalized("torch.ops.aten.add.Tensor") == stages.normalized("aten.add.Tensor")
+    assert stages.normalized(DELEGATE_CALL) == stages.DELEGATE
+
+
+def test_their_rule_is_allclose_with_qtol_steps(tmp_path: Path) -> None:
+    arrays = tmp_path / "a.npz"
+    out, qref = np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.1, 3.0])
+    np.savez(arrays, output0=out, quantized_reference0=qref, reference0=qref)
+    artifact: Any = SimpleNamespace(output_scales=(0.1,))
+    one_step = their_rule.their_verdict(call("TosaPipelineINT"), "int", arrays, artifact)
+    assert one_step.passed is True  # 0.1 off: within atol + 1 x 0.1 + rtol
+    strict = call("TosaPipelineINT", qtol=0)
+    assert their_rule.their_verdict(strict, "int", arrays, artifact).passed is False
