@@ -5,9 +5,10 @@
 
 Their tests (backends/arm/test/ops in the executorch wheel) quantize each operator, lower it to
 TOSA, run Arm's TOSA reference model and compare with the quantized model (atol + 1 output
-step). hil runs the very same test functions (bench/et_hil_plugin.py swaps their pipeline for
-hil.check on the target: Vela, the partition report, both verdict questions), so both sides run
-the same cases with the same inputs. Printed:
+step). hil runs the very same test functions through its plugin (`-p hil.executorch_ops
+--target=TARGET`: their pipelines answered by hil on the target, Vela, the partition report,
+both verdict questions, their stage assertions), so both sides run the same cases with the same
+inputs; hil's case ids carry the target and recipe, which are taken off to pair them. Printed:
 
 * each side's exit status, pass/fail/xfail/skip counts, and the case ids each side ran;
 * time: start-up (a run that collects and selects nothing) apart from the per-case time, for
@@ -75,12 +76,16 @@ def ops_folder() -> Path:
     return Path(next(iter(executorch.__path__))) / "backends" / "arm" / "test" / "ops"
 
 
-def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
+def junit_outcomes(path: Path, suffix: str = "") -> dict[str, tuple[str, str]]:
+    """Case id -> (outcome, message); `suffix` ("u85-ref-ethos-u") is taken off hil's ids."""
     outcomes: dict[str, tuple[str, str]] = {}
     if not path.exists():
         return outcomes
     for case in ET.parse(path).getroot().iter("testcase"):
-        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"
+        test = str(case.get("name"))
+        if suffix:
+            test = test.replace(f"-{suffix}]", "]").replace(f"[{suffix}]", "")
+        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{test}"
         outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error"):
@@ -93,24 +98,16 @@ def junit_outcomes(path: Path) -> dict[str, tuple[str, str]]:
     return outcomes
 
 
-def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str]) -> Run:
+def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str],
+               suffix: str = "") -> Run:  # fmt: skip
     report = work / f"{label.replace(' ', '_')}.xml"
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:hil",
-        f"--junitxml={report}",
-        *args,
-    ]
+    hil = [] if suffix else ["-p", "no:hil"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *hil,
+               f"--junitxml={report}", *args]  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
-    run = Run(label, seconds, done.returncode, junit_outcomes(report))
+    run = Run(label, seconds, done.returncode, junit_outcomes(report, suffix))
     print(f"  {label:<34} {seconds:7.1f} s  exit {done.returncode}: {run.counts()}")
     return run
 
@@ -133,6 +130,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", default=list(FILES))
     parser.add_argument("--target", default="u85-ref")
+    parser.add_argument("--recipe", default="ethos-u",
+                        help="the recipe hil's ids name on a target without an NPU")
     parser.add_argument("-k", default="tosa_INT", help="their test selection (default tosa_INT)")
     args = parser.parse_args()
     folder = ops_folder()
@@ -145,14 +144,16 @@ def main() -> int:
         # the venv's tools (flatc for their a8w4 cases) as an activated venv has them: `make
         # bench` runs .venv/bin/python without activating, and 68 of their cases failed so
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-        "HIL_ET_TARGET": args.target,
         "HIL_CACHE_DIR": str(work / "cache"),
         "HIL_RESULTS_DIR": str(work / "results"),
     }
-    ours = {**base, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
+    ours = {**base, "PYTHONPATH": str(REPO)}
     sped = {**base, "PYTHONPATH": os.pathsep.join([str(work / "speedup"), str(REPO)])}
     theirs = [*files, "-k", args.k]
-    hil_args = ["-p", "et_hil_plugin", *theirs]
+    plugin = ["-p", "hil.executorch_ops", f"--target={args.target}",
+              f"--hil-devices={REPO / 'devices'}"]  # fmt: skip
+    hil_args = [*plugin, *theirs]
+    suffix = f"{args.target}-{'ethos-u' if args.target.startswith(('u5', 'u8')) else args.recipe}"
     nothing = [*files, "-k", "no_test_has_this_name"]
     print(
         f"ExecuTorch's Arm op tests ({args.k}) from {folder}: {len(files)} files, hil on "
@@ -160,13 +161,13 @@ def main() -> int:
     )
     startup = {
         "theirs": pytest_run("start-up, their harness", nothing, work, base).seconds,
-        "hil": pytest_run("start-up, hil", ["-p", "et_hil_plugin", *nothing], work, ours).seconds,
+        "hil": pytest_run("start-up, hil", [*plugin, *nothing], work, ours, suffix).seconds,
     }
     et = pytest_run("ExecuTorch harness", theirs, work, base)
     et_fast = pytest_run("ExecuTorch harness + speed-up", ["-p", "et_speedup", *theirs], work, sped)
-    cold = pytest_run(f"hil {args.target}, cold", hil_args, work, ours)
+    cold = pytest_run(f"hil {args.target}, cold", hil_args, work, ours, suffix)
     print(f"  {'':<34} {ahead_counts(work / 'results' / 'export-workers')}")
-    warm = pytest_run(f"hil {args.target}, warm", hil_args, work, ours)
+    warm = pytest_run(f"hil {args.target}, warm", hil_args, work, ours, suffix)
     ran_theirs, ran_ours = set(et.outcomes), set(cold.outcomes)
     print(
         f"cases run: ExecuTorch {len(ran_theirs)}, hil {len(ran_ours)}; run by only one side: "

@@ -140,12 +140,16 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
     label += "" if per_channel else " per-tensor"
     label += " symmetric-io" if symmetric_io else ""
     if recipe != "ethos-u":
-        refused = [what for what, asked in (("16-bit activations", a16), ("4-bit weights",
-                   four_bit), ("symmetric input/output quantization", symmetric_io)) if asked]
+        asked = (("16-bit activations", a16 and recipe != "cortex-m"), ("4-bit weights",
+                 four_bit), ("symmetric input/output quantization", symmetric_io),
+                 ("per-tensor weights", not per_channel and recipe == "cortex-m"))
+        refused = [what for what, wanted in asked if wanted]
         if refused:
-            return Variant(label, unsupported=f"{', '.join(refused)}: only hil's ethos-u recipe "
-                           f"has that option, not {recipe}")  # fmt: skip
-        return Variant(label, {"per_channel": per_channel} if recipe == "xnnpack-int8" else {})
+            return Variant(label, unsupported=f"{', '.join(refused)}: hil's {recipe} recipe has "
+                           "no such option")  # fmt: skip
+        if recipe == "cortex-m":
+            return Variant(label, {"int16_activations": a16})
+        return Variant(label, {"per_channel": per_channel})
     options = {"a16w8": a16, "per_channel": per_channel, "weights": "int4" if four_bit else "int8",
                "symmetric_io": symmetric_io}  # fmt: skip
     if a16 and four_bit:

@@ -74,6 +74,9 @@ def test_what_a_recipe_cannot_honour_is_named() -> None:
     on_host = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a16w8_quantization_config()),
                                  "xnnpack-int8")  # fmt: skip
     assert on_host.unsupported and "16-bit activations" in on_host.unsupported
+    on_m55 = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a16w8_quantization_config()),
+                                "cortex-m")  # fmt: skip
+    assert on_m55.options == {"int16_activations": True}
     bf16 = mapping.variant_of(call("TosaPipelineFP", tosa_extensions=["bf16"]), "portable")
     assert bf16.unsupported and "bf16" in bf16.unsupported
     int32 = SimpleNamespace(input_activation=SimpleNamespace(dtype=torch.int32), weight=None)
