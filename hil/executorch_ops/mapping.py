@@ -78,8 +78,8 @@ def fit_reason(pipeline: str, targets: list[str]) -> str:
     if pipeline == "OpNotSupportedPipeline":
         return (f"{pipeline} asserts an Arm partition: give an Ethos-U target, not "
                 f"{', '.join(targets)}")
-    kind = "float" if numerics(pipeline) == "fp" else "int8"
-    return f"{pipeline} needs an {kind} recipe, which {', '.join(targets)} do not have"
+    kind = "a float" if numerics(pipeline) == "fp" else "an int8"
+    return f"{pipeline} needs {kind} recipe, which {', '.join(targets)} do not have"
 
 
 @dataclass(frozen=True)
