@@ -134,12 +134,15 @@ class TargetCrash(TargetError):
         self.log_tail = log_tail
 
     def __str__(self) -> str:
-        text = super().__str__()
-        if self.log_tail:
-            text += "\n  last log lines:\n" + "\n".join(
-                "    " + line for line in self.log_tail.splitlines()
-            )
+        return with_log_tail(super().__str__(), self.log_tail)
+
+
+def with_log_tail(text: str, log_tail: str) -> str:
+    if not log_tail:
         return text
+    return text + "\n  last log lines:\n" + "\n".join(
+        "    " + line for line in log_tail.splitlines()
+    )
 
 
 class RunRefused(TargetError):
@@ -150,6 +153,9 @@ class RunRefused(TargetError):
     def __init__(self, message: str, *, fix: str | None = None, log_tail: str = "") -> None:
         super().__init__(message, fix=fix)
         self.log_tail = log_tail
+
+    def __str__(self) -> str:
+        return with_log_tail(super().__str__(), self.log_tail)
 
 
 class DeployError(TargetError):

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The stage ids of ExecuTorch's pipelines whose assertions hil evaluates (or reports).
-AFTER_LOWERING = ("to_edge_transform_and_lower", "partition", "to_edge", "exir")
+# (Cortex-M: "run_passes", after the cortex_m passes; its "to_edge" count is before them.)
+AFTER_LOWERING = ("to_edge_transform_and_lower", "partition", "exir", "run_passes")
 
 
 @dataclass(frozen=True)

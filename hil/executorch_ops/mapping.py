@@ -5,7 +5,9 @@
     TosaPipelineFP        a target's float recipes: portable and xnnpack-fp32
     EthosU55PipelineINT   the ethos-u recipe of a device with an Ethos-U55 (u55-ref, fvp-u55)
     EthosU85PipelineINT   the ethos-u recipe of a device with an Ethos-U85 (u85-ref, fvp-u85)
-    OpNotSupportedPipeline  as TosaPipelineINT/FP by its spec; its assertion is the partition
+    OpNotSupportedPipeline  an Arm partition (ethos-u); its assertion is the partition
+    CortexMTester         ExecuTorch's Cortex-M harness (test_dialect, test_implementation):
+                          the cortex-m recipe (cortex-m55-ref, qemu-m55, boards)
 
 Not answered, each skipped with its name and why: EthosU65PipelineINT (no U65 target),
 VgfPipeline (no Vulkan target), PassPipeline, TransformAnnotationPassPipeline and
@@ -65,6 +67,8 @@ def recipes_for(pipeline: str, spec: DeviceSpec) -> list[str]:
         return [r for r in FLOAT_RECIPES if r in names]
     if pipeline == "OpNotSupportedPipeline":
         return [r for r in names if r == "ethos-u"][:1]  # an Arm partition to assert on
+    if pipeline == "CortexMTester":
+        return ["cortex-m"] if "cortex-m" in names else []
     return next(([r] for r in INT_RECIPES if r in names), [])
 
 
@@ -75,6 +79,9 @@ def fit_reason(pipeline: str, targets: list[str]) -> str:
     if pipeline in NPU_FAMILY:
         return (f"{pipeline} runs on a device with an {NPU_DEVICES[NPU_FAMILY[pipeline]]}, "
                 f"not on {', '.join(targets)}")
+    if pipeline == "CortexMTester":
+        return (f"{pipeline} runs the cortex-m recipe (cortex-m55-ref, qemu-m55, a board), not "
+                f"on {', '.join(targets)}")
     if pipeline == "OpNotSupportedPipeline":
         return (f"{pipeline} asserts an Arm partition: give an Ethos-U target, not "
                 f"{', '.join(targets)}")
@@ -155,3 +162,10 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
     if a16 and four_bit:
         return Variant(label, unsupported="16-bit activations with 4-bit weights")
     return Variant(label, options)
+
+
+def their_cpu(call: PipelineCall) -> str | None:
+    """The Cortex-M a CortexMTester test targets ("cortex-m55"), from its target_config."""
+    cpu = getattr(call.option("target_config"), "cpu", None)
+    name = getattr(cpu, "name", None)
+    return f"cortex-{name.lower()}" if isinstance(name, str) else None

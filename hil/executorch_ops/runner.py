@@ -7,7 +7,10 @@
       -> one record (hil's, with an "executorch" part), then raise what failed
 
 A failed hil verdict fails the test as any hil check does; a judged stage assertion that
-does not hold fails it as a partition mismatch. NOT JUDGED and the pipelines, targets and
+does not hold fails it as a partition mismatch. A case ExecuTorch's own tests mark as an
+expected failure (their xfails, not the "no FVP" ones) is an expected failure here too when hil
+fails it as a test fails (with both sides' reasons), and a pass, listed as a difference, when
+hil passes it. NOT JUDGED and the pipelines, targets and
 variants hil cannot honour are skips that say why.
 """
 
@@ -21,7 +24,7 @@ import pytest
 
 from hil.case import Case, case_from_module
 from hil.devices import RecipeSpec
-from hil.errors import HilError, PartitionMismatch, TargetUnavailable
+from hil.errors import TEST_FAILURES, HilError, PartitionMismatch, TargetUnavailable
 from hil.executorch_ops import mapping, stages, their_rule
 from hil.executorch_ops.calls import PipelineCall
 from hil.plugin.state import RECORD_KEY, HilState
@@ -72,7 +75,13 @@ class CaseRunner:
         variant = mapping.variant_of(call, recipe)
         if variant.unsupported:
             pytest.skip(f"{call.pipeline} [{variant.label}]: {variant.unsupported}")
-        case = case_from_module(self.case_name, call.module, call.inputs)
+        theirs, ours = mapping.their_cpu(call), spec.recipe(recipe).options.get("cpu")
+        if theirs is not None and ours is not None and theirs != ours:
+            pytest.skip(f"{call.pipeline}: the test is for the {theirs}, {self.choice.target}'s "
+                        f"{recipe} recipe for the {ours}")
+        samples = call.option("calibration_samples")
+        extra = {"calibration": lambda: list(samples)} if samples is not None else {}
+        case = case_from_module(self.case_name, call.module, call.inputs, **extra)
         chosen: str | RecipeSpec = variant.recipe(recipe) if variant.options else recipe
         if self.noting is not None:
             self.noting.append((case, self.choice.target, chosen))
@@ -101,6 +110,7 @@ class CaseRunner:
             artifact = session.export(case, target, chosen)
         except HilError as e:
             self._record_error(hil_variant, e, call, variant)
+            self._expected(e)
             raise
         numerics = mapping.numerics(call.pipeline, call.options)
         checked = stages.evaluate(call.assertions, artifact, self.choice.recipe or "",
@@ -110,8 +120,16 @@ class CaseRunner:
         record[EXTRA] = self._extra(call, variant, checked, theirs)
         self.item.user_properties.append((RECORD_KEY, record))
         self.item.config.hook.pytest_hil_result(item=self.item, result=result, record=record)
-        result.raise_for_failures()
+        try:
+            result.raise_for_failures()
+        except HilError as e:
+            self._expected(e)
+            raise
         failed = [c for c in checked if c.status == stages.FAILED]
+        if failed and self.their_xfail:
+            # their expected failure qualifies their own assertions (hil's verdict held)
+            pytest.xfail(f"ExecuTorch expects it ({self.their_xfail}): " + "; ".join(
+                f"{c.assertion.check}.{c.assertion.after}: {c.note}" for c in failed))
         if failed:
             raise PartitionMismatch(
                 f"{self.case_name} on {target}: their stage assertions do not hold on hil's "
@@ -125,6 +143,14 @@ class CaseRunner:
             if self.state.options.require:
                 pytest.fail(f"--hil-require: {message}", pytrace=False)
             pytest.skip(message)
+
+    def _expected(self, error: HilError) -> None:
+        """A test failure (a verdict, an export, a missing kernel) of a case ExecuTorch itself
+        expects to fail is that expected failure: xfail, with both sides' words. A lost link
+        or a crash never is."""
+        if self.their_xfail and isinstance(error, TEST_FAILURES):
+            first = error.message.splitlines()[0]
+            pytest.xfail(f"ExecuTorch expects it ({self.their_xfail}); hil: {first}")
 
     def _extra(self, call: PipelineCall, variant: mapping.Variant,
                checked: list[stages.StageResult], theirs: their_rule.TheirVerdict

@@ -20,6 +20,7 @@ import torch
 
 from hil.arrays import Array
 from hil.artifacts.store import Artifact
+from hil.call import fresh
 from hil.case import BuiltCase
 from hil.errors import ExplainError, HilError
 from hil.ethos_u.tosa_delegate import TensorSpec, TosaRunner, run_reference_model
@@ -187,7 +188,7 @@ def run_keeping_tensors(
         raise ExplainError(e.message, fix=e.fix) from e
     runner = _KeepingRunner(runs, exposed)
     with torch.no_grad(), runner:
-        module(*built.inputs)
+        module(*fresh(built.inputs))
     for name, run in runs.items():
         if not run.values:
             raise ExplainError(

@@ -109,7 +109,7 @@ class CortexMRecipe(Recipe):
         identity: Mapping[str, Any] = {
             "quantizer": "CortexMQuantizer",
             "int16_activations": self.options["int16_activations"],
-            "layout": "channels_last",
+            "layout": "channels_last" if goes_channels_last(built) else "contiguous",
         }
         return QuantizedStore(root).get(built, identity, self.quantizer)
 
@@ -126,7 +126,7 @@ class CortexMRecipe(Recipe):
         from executorch.exir import to_edge_transform_and_lower
 
         case = built.case.name
-        layout_case = _channels_last_case(built)
+        layout_case = _channels_last_case(built) if goes_channels_last(built) else built
         model = self.quantized_model(layout_case, workdir)
         target = CortexMTargetConfig.from_target_string(self.options["cpu"])
 
@@ -162,7 +162,8 @@ class CortexMRecipe(Recipe):
                 "cortex_m": {
                     "cpu": self.options["cpu"],
                     "cmsis_nn_backend": target.backend.name,
-                    "input_layout": "channels_last",
+                    "input_layout": "channels_last" if goes_channels_last(built)
+                    else "contiguous",
                 },
                 "partition": report.to_dict(),
                 "quantized_model": model.key[:16],
@@ -170,9 +171,24 @@ class CortexMRecipe(Recipe):
         )
 
 
+def goes_channels_last(built: BuiltCase) -> bool:
+    """Whether the case's program takes channels-last inputs, as the cortex_m kernels want
+    (CMSIS-NN convolutions and pools are NHWC): when every tensor input is 4-D. Inputs of
+    mixed rank stay contiguous: a 1-D tensor is never channels-last, and ExecuTorch's portable
+    kernels refuse operands of different dim orders (measured: ExecuTorch's broadcast add test,
+    `torch.ones(1) + torch.ones(2, 2, 2, 2)`, refused on the M55 with channels-last forced)."""
+    tensors = [t for t in built.inputs if isinstance(t, torch.Tensor)]
+    return bool(tensors) and all(t.dim() == 4 for t in tensors)
+
+
 def _channels_last_case(built: BuiltCase) -> BuiltCase:
-    """The case as the Cortex-M flow wants it: module and 4-D tensors channels-last (on copies)."""
-    module = copy.deepcopy(built.module).to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    """The case as the Cortex-M flow wants it: module and 4-D tensors channels-last (on copies;
+    5-D weights, a Conv3d's, stay as they are)."""
+    module = copy.deepcopy(built.module)
+    with torch.no_grad():
+        for tensor in [*module.parameters(), *module.buffers()]:
+            if tensor.dim() == 4:
+                tensor.data = tensor.data.to(memory_format=torch.channels_last)
     samples = [tuple(channels_last(t) for t in s) for s in built.calibration_or_default()]
     inputs = tuple(channels_last(t) for t in built.inputs)
     return dataclasses.replace(built, module=module, inputs=inputs, calibration=samples)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import torch
 
 from hil.arrays import Array, to_array
+from hil.call import fresh
 from hil.case import BuiltCase, Inputs
 from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
 
@@ -83,10 +84,12 @@ def output_scales(graph: torch.fx.GraphModule) -> tuple[float | None, ...]:
     return tuple(scales)
 
 
-def run_reference(module: Callable[..., Any], inputs: Inputs) -> tuple[Array, ...]:
-    """Outputs of a PyTorch callable as numpy arrays in their dtypes (nested outputs flattened)."""
+def run_reference(module: Callable[..., Any], inputs: Inputs, *, copy: bool = True
+                  ) -> tuple[Array, ...]:  # fmt: skip
+    """Outputs of a PyTorch callable as numpy arrays in their dtypes (nested outputs flattened);
+    it runs on copies of the inputs unless `copy` is False (the caller's own copies)."""
     with torch.no_grad():
-        result = module(*inputs)
+        result = module(*(fresh(inputs) if copy else inputs))
     return tuple(to_array(t) for t in flatten_outputs(result))
 
 

@@ -38,9 +38,10 @@ import numpy as np
 import torch
 
 from hil.arrays import Array
-from hil.artifacts.fingerprint import tensor_fingerprint
+from hil.artifacts.fingerprint import module_source_digest, tensor_fingerprint
 from hil.artifacts.keys import key_of
 from hil.artifacts.parts import OutputSensitivity
+from hil.call import fresh
 from hil.case import BuiltCase
 from hil.errors import CacheError
 from hil.locks import file_lock
@@ -96,11 +97,17 @@ def prepared_fingerprint(prepared: torch.fx.GraphModule) -> str:
     return digest.hexdigest()
 
 
+CODE_MODULES = ("hil.recipes.quantized", "hil.recipes.lowering", "hil.call")
+
+
 def store_key(built: BuiltCase, identity: Mapping[str, Any], prepared: torch.fx.GraphModule) -> str:
     own = {
         "format": FORMAT,
         "prepared": prepared_fingerprint(prepared),
         "quantizer": dict(identity),
+        # how hil calibrates and runs the model (as code): a change there is another model
+        # (measured: calibration on inputs the model wrote into gave a reference 2 steps off)
+        "code": {m: module_source_digest(m) for m in CODE_MODULES},
     }
     return key_of(built, own, values=True)[0]
 
@@ -140,7 +147,7 @@ class QuantizedStore:
         def calibrate_and_convert() -> torch.fx.GraphModule:
             with torch.no_grad():
                 for sample in built.calibration_or_default():
-                    prepared(*sample)
+                    prepared(*fresh(sample))
             converted: torch.fx.GraphModule = convert_pt2e(prepared)
             return converted
 

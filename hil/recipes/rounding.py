@@ -31,6 +31,7 @@ import torch
 
 from hil.arrays import Array, to_array
 from hil.artifacts.parts import OutputSensitivity
+from hil.call import fresh
 
 RUNS = 8
 NUDGE = 0.02  # of a quantization step, inside the graph
@@ -110,7 +111,7 @@ def sensitivity(
     for _ in range(RUNS):
         breaker = _TieBreaker(module, generator)
         with torch.no_grad():
-            outputs = flatten_outputs(breaker.run(*inputs))
+            outputs = flatten_outputs(breaker.run(*fresh(inputs)))
         for i, output in enumerate(outputs[: len(reference)]):
             moved[i].append(to_array(output))
         if breaker.nudged == 0:

@@ -32,6 +32,7 @@ from hil.errors import (
     DeployError,
     HilError,
     InfrastructureError,
+    RunRefused,
     TargetCrash,
 )
 from hil.runner import messages as m
@@ -168,6 +169,14 @@ class RunnerDriver:
             return fn(*args)
         except TargetCrash as e:
             raise self.crashed(doing, e.message.removeprefix(f"{self.name}: ")) from e
+        except RunRefused as e:
+            if e.log_tail:
+                raise
+            # the runtime's reason went to the site's console (semihosting, stderr), not the
+            # link: its last lines, and where the rest is
+            where = f"; {self.site.log_label}: {self.site.log_path}" if self.site.log_path else ""
+            raise RunRefused(e.message + where, fix=e.fix,
+                             log_tail=self.site.log_tail(20)) from e  # fmt: skip
         except InfrastructureError as e:
             raise self.classify(doing, e) from e
 

@@ -11,9 +11,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from hil.arrays import to_array
 from hil.artifacts.fingerprint import model_fingerprint
 from hil.artifacts.keys import export_source, key_of
 from hil.artifacts.store import Artifact, ArtifactCache
+from hil.call import fresh
 from hil.case import BuiltCase, Case
 from hil.devices import TimingPolicy
 from hil.errors import ArtifactMissing, ExportError
@@ -68,8 +70,14 @@ class References:
         """Eager PyTorch outputs (the reference) and eager latency (for comparison tables)."""
         name = built.case.name
         if name not in self._eager:
-            outputs = run_reference(built.module, built.inputs)
-            self._eager[name] = Reference(outputs, time_eager(built, EAGER_SHOWN_POLICY))
+            import torch
+
+            args = fresh(built.inputs)
+            outputs = run_reference(built.module, args, copy=False)
+            written = tuple(to_array(a) for a in args
+                            if isinstance(a, torch.Tensor) and a._version > 0)  # fmt: skip
+            self._eager[name] = Reference(outputs, time_eager(built, EAGER_SHOWN_POLICY),
+                                          written=written)  # fmt: skip
         return self._eager[name]
 
     def artifact(self, built: BuiltCase, recipe: Recipe, *, export: bool = True) -> Artifact:
@@ -120,8 +128,9 @@ def time_eager(built: BuiltCase, policy: TimingPolicy = EAGER_POLICY) -> Latency
     another process holds a core, which made eager times swing 100x on shared CI machines."""
     import torch
 
+    args = fresh(built.inputs)  # the runs may write into them; the case's inputs stay as given
     with one_thread(), torch.no_grad():
-        _, timings = timed_runs(lambda: built.module(*built.inputs), policy)
+        _, timings = timed_runs(lambda: built.module(*args), policy)
     return latency_stats(timings)
 
 

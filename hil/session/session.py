@@ -217,6 +217,10 @@ class Session:
             run = device.run(deployment, built.inputs, policy)
         if rewrite is not None:
             run = replace(run, outputs=tuple(rewrite(run.outputs)))
+        if reference.written and len(run.outputs) == len(reference.outputs) + len(
+            reference.written
+        ):  # the program returns the inputs it wrote first: judged too, against eager's writes
+            reference = replace(reference, outputs=reference.written + reference.outputs)
         name = _safe(f"{case.name}--{spec.name}--{recipe_obj.name}")
         arrays = save_check_arrays(
             self.results_dir / "arrays" / f"{name}.npz",

@@ -19,6 +19,7 @@ import torch
 
 from hil.arrays import to_array
 from hil.artifacts.store import Artifact
+from hil.call import fresh
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, MissingKernel, TargetUnavailable
@@ -75,7 +76,7 @@ class CortexMRefTarget(Target):
 
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         module, layout, counters = self._loaded[deployment.sha256]
-        values = tuple(channels_last(t) for t in inputs) if layout else inputs
+        values = tuple(channels_last(t) for t in fresh(inputs)) if layout else fresh(inputs)
         try:
             with torch.no_grad():
                 result = module(*values)

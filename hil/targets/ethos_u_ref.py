@@ -32,6 +32,7 @@ import torch
 from hil.arrays import to_array
 from hil.artifacts.partition import PartitionReport
 from hil.artifacts.store import Artifact
+from hil.call import fresh
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, HilError, TargetUnavailable
@@ -159,7 +160,7 @@ class EthosURefTarget(Target):
         loaded = self._loaded[deployment.sha256]
         runner = TosaRunner(loaded.graphs)
         with torch.no_grad(), runner:
-            result = loaded.module(*inputs)
+            result = loaded.module(*fresh(inputs))
         missing = sorted(set(loaded.graphs) - set(runner.calls))
         if missing:
             raise DeployError(

@@ -11,6 +11,7 @@ from typing import Any
 
 from hil.arrays import to_array
 from hil.artifacts.store import Artifact
+from hil.call import fresh
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import (
@@ -70,7 +71,7 @@ class HostTarget(Target):
 
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         _, method = self._methods[deployment.sha256]
-        values = list(inputs)
+        values = list(fresh(inputs))  # a program that writes its inputs writes these copies
 
         def once() -> Any:
             return method.execute(values)

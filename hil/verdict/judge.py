@@ -52,6 +52,9 @@ class Reference:
     outputs: tuple[Array, ...]
     latency: LatencyStats | None
     beside: LatencyStats | None = None
+    # The inputs the model wrote into (`x += y`), as eager left them, in input order: a
+    # program returns those writes first among its outputs where its lowering keeps them.
+    written: tuple[Array, ...] = ()
 
 
 def program_facts(recipe: Recipe, artifact: Artifact) -> outputs.ProgramFacts:

@@ -14,10 +14,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def wheel_ops() -> Path:
+def wheel_ops(backend: str = "arm") -> Path:
     import executorch
 
-    return Path(next(iter(executorch.__path__))) / "backends" / "arm" / "test" / "ops"
+    return Path(next(iter(executorch.__path__))) / "backends" / backend / "test" / "ops"
 
 
 # A test file an operator author might write: their real pipeline classes and helpers.
@@ -123,3 +123,25 @@ def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
     assert variants["test_authored::test_add_u85_INT_a16w8"] == "a16w8"
     assert variants["test_authored::test_add_tosa_INT_16a8w_by_config"] == "a16w8"
     assert variants["test_authored::test_add_tosa_INT_asserts_two_delegates"] == "int8"
+
+
+def test_the_cortex_m_harness_runs_on_cortex_m55_ref(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    """CortexMTester's test_dialect and test_implementation, one hil check each; their op counts
+    after the cortex_m passes judged on hil's lowering; the broadcast cases they expect to fail
+    their own assertions are expected failures here, for the same reason."""
+    result = run(pytester, shared_cache, str(wheel_ops("cortex_m") / "test_add.py"),
+                 "--target=cortex-m55-ref", "-rx")  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
+    assert outcomes["passed"] >= 30 and outcomes["xfailed"] >= 3
+    text = result.stdout.str()
+    assert "ExecuTorch expects it (Broadcasting is not supported in Cortex-M backend)" in text
+    found = [r for r in records(pytester) if "executorch" in r]
+    assert {r["executorch"]["pipeline"] for r in found} == {"CortexMTester"}  # type: ignore[index]
+    judged = [a for r in found for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
+              if a["after"] == "run_passes" and a["status"] == "judged"]  # fmt: skip
+    assert judged  # cortex_m::quantized_add and its quantize/dequantize, as they count them
+    inplace = [r for r in found if "inplace_add_relu" in str(r["case"])]
+    assert inplace and all(r["verdict"] == "PASS" for r in inplace)  # writes its own input

@@ -120,3 +120,27 @@ def test_their_rule_is_allclose_with_qtol_steps(tmp_path: Path) -> None:
     assert one_step.passed is True  # 0.1 off: within atol + 1 x 0.1 + rtol
     strict = call("TosaPipelineINT", qtol=0)
     assert their_rule.their_verdict(strict, "int", arrays, artifact).passed is False
+
+
+def test_the_cortex_m_harness_is_recorded_as_one_check() -> None:
+    noted: list[PipelineCall] = []
+    tester = bind("CortexMTester", noted.append)(torch.nn.ReLU(), lambda: (torch.zeros(2),))
+    tester.test_dialect({"before_op": 1}, {"cortex_m_op": 1}, qtol=1,
+                        ops_absent_after_transforms=["gone_op"])  # fmt: skip
+    (recorded,) = noted
+    assert [(a.check, a.after) for a in recorded.assertions] == [
+        ("check_count", "to_edge"), ("check_count", "run_passes"), ("check_not", "run_passes")]
+    assert recorded.compare_kwargs() == {"qtol": 1, "atol": 1e-3}
+    assert recorded.inputs[0].shape == (2,)
+
+
+def test_stage_after_the_cortex_m_passes_counts_the_kernels_in_the_graph() -> None:
+    from hil.artifacts.partition import Fallback, PartitionReport
+
+    report = PartitionReport("CMSIS-NN", 0, {"cortex_m.quantized_add.default": 1},
+                             (Fallback("aten.add.Tensor", 1, None),),
+                             {"cortex_m.quantize_per_tensor.default": 2})  # fmt: skip
+    counts = stages.cpu_counts(report)
+    assert counts[stages.normalized(
+        "executorch_exir_dialects_edge__ops_cortex_m_quantized_add_default")] == 1
+    assert counts["aten_add_Tensor"] == 1 and counts["cortex_m_quantize_per_tensor_default"] == 2
