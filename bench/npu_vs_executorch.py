@@ -99,9 +99,11 @@ def junit_outcomes(path: Path, suffix: str = "") -> dict[str, tuple[str, str]]:
 
 
 def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str],
-               suffix: str = "") -> Run:  # fmt: skip
+               suffix: str = "", with_hil: bool | None = None) -> Run:  # fmt: skip
+    """One pytest run; hil's plugin is on for hil's side (`suffix`, the id part its
+    target-recipe parameter adds, is taken off its case ids), off for theirs."""
     report = work / f"{label.replace(' ', '_')}.xml"
-    hil = [] if suffix else ["-p", "no:hil"]
+    hil = [] if (bool(suffix) if with_hil is None else with_hil) else ["-p", "no:hil"]
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *hil,
                f"--junitxml={report}", *args]  # fmt: skip
     started = time.perf_counter()
