@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from npu_vs_executorch import FILES, REPO, Run, ops_folder, pytest_run  # noqa: E402
+from npu_vs_executorch import FILES, REPO, Run, ops_folder, pytest_run
 
 TARGETS = ("u55-ref", "u85-ref", "host")
 RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8", "xnnpack-fp32", "portable", "unfit")
