@@ -1,8 +1,9 @@
 """The run's closing section: hil's verdict beside ExecuTorch's rule, and every difference.
 
-    case                         target   variant  hil        steps  theirs  note
+    case                         target   variant  hil   steps  their rule
+    test_add::test_add_tensor_tosa_INT[1d_randn]  u85-ref  int8  PASS  0  PASS
     ...
-    agree 531 · hil stricter 3 · theirs stricter 1 · their rule n/a 4
+    verdicts: agree 531 · hil stricter 3 · theirs stricter 1 · not comparable 4
 
 A difference is listed with both sides' words: hil's failure (the limit and the measured
 reason beside it) and the rule's allclose figures, so a reviewer sees which rule caught what.
@@ -53,6 +54,7 @@ def render(records: Iterable[Mapping[str, Any]]) -> list[str]:
         "their stage assertions on hil's lowering: "
         + (", ".join(f"{k} {v}" for k, v in sorted(assertions.items())) or "none"),
     ]
+    lines += _table(ours)
     differing = [r for r in ours if classify(r) in ("hil stricter", "theirs stricter")]
     noted = [r for r in ours if r[EXTRA].get("their_xfail")]
     for record in differing:
@@ -71,7 +73,32 @@ def render(records: Iterable[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def _steps(record: Mapping[str, Any]) -> str:
-    agreement = record.get("agreement") or {}
+def _table(records: list[Mapping[str, Any]]) -> list[str]:
+    """One row per check: case, target, variant, hil's verdict, steps, their rule."""
+    rows = [(str(r.get("case")), str(r.get("target")), str(r[EXTRA].get("variant")),
+             str(r.get("verdict")), _step_figure(r), str(r[EXTRA].get("their_rule")))
+            for r in records]  # fmt: skip
+    head = ("case", "target", "variant", "hil", "steps", "their rule")
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return [line(head), line(tuple("-" * w for w in widths)), *(line(r) for r in rows)]
+
+
+def _step_figure(record: Mapping[str, Any]) -> str:
+    steps = _steps_of(record)
+    return f"{steps:g}" if steps is not None else "-"
+
+
+def _steps_of(record: Mapping[str, Any]) -> float | None:
+    """The target's worst output, in steps from the quantized model (None: not measured)."""
+    agreement = record.get("quantized_agreement") or {}
     steps = agreement.get("steps") if isinstance(agreement, Mapping) else None
-    return f", {steps:g} steps from the quantized model" if isinstance(steps, (int, float)) else ""
+    return float(steps) if isinstance(steps, (int, float)) else None
+
+
+def _steps(record: Mapping[str, Any]) -> str:
+    steps = _steps_of(record)
+    return f", {steps:g} steps from the quantized model" if steps is not None else ""

@@ -38,6 +38,7 @@ _COPIED = (
     "quantized_agreement",
     "first_divergent",
     "explore",
+    "executorch",
 )
 
 

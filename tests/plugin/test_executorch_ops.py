@@ -105,6 +105,17 @@ def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     held = [a for r in on_u85 for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
             if a["check"] == "check_count" and a["status"] == "judged"]  # fmt: skip
     assert held  # one delegate, as their pipeline asserts, judged on hil's partition
+    assert "their rule" in text and "test_relu::test_relu_u85_INT[ones]" in text  # per-case
+    from hil import cli
+
+    out = pytester.path / "report"
+    assert cli.main(["report", "--results", str(pytester.path / "results"), "--out",
+                     str(out)]) == 0  # schema-checked when written  # fmt: skip
+    rows = json.loads((out / "report.json").read_text())["results"]
+    theirs = [r["executorch"] for r in rows if r.get("executorch")]
+    assert theirs and all(t["their_rule"] in ("PASS", "FAIL", "n/a") for t in theirs)
+    assert 'data-kind="executorch"' in (out / "report.html").read_text() or all(
+        r["category"] == "pass" for r in rows)  # shown beside a failure's details
 
 
 def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
