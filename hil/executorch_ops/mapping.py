@@ -24,11 +24,13 @@ bf16 or fp8 programs) is a skip that names it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from hil.devices import DeviceSpec, RecipeSpec
 from hil.executorch_ops.calls import PipelineCall
+from hil.verdict.tolerances import ToleranceOverride
 
 INT_RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8")
 FLOAT_RECIPES = ("portable", "xnnpack-fp32")
@@ -169,3 +171,24 @@ def their_cpu(call: PipelineCall) -> str | None:
     cpu = getattr(call.option("target_config"), "cpu", None)
     name = getattr(cpu, "name", None)
     return f"cortex-{name.lower()}" if isinstance(name, str) else None
+
+
+# TosaPipelineINT's own bar for the quantized model against eager (their `.original_model`
+# stage: relative Frobenius error and cosine similarity), with its defaults.
+QUANTIZATION_BAR = {"frobenius_threshold": 0.15, "cosine_threshold": 0.9}
+
+
+def quantization_bar(call: PipelineCall) -> ToleranceOverride | None:
+    """The test's own limits for hil's quantization question, where their pipeline states one
+    (TosaPipelineINT, defaults included); the target question keeps hil's limits."""
+    if call.pipeline != "TosaPipelineINT":
+        return None
+    frobenius = float(call.option("frobenius_threshold", QUANTIZATION_BAR["frobenius_threshold"]))
+    cosine = float(call.option("cosine_threshold", QUANTIZATION_BAR["cosine_threshold"]))
+    sqnr = -20.0 * math.log10(frobenius) if frobenius > 0 else None
+    return ToleranceOverride(
+        reason=f"the test's own bar for the quantized model against eager (ExecuTorch's "
+        f"original-model check: relative Frobenius error {frobenius:g}, about SQNR "
+        f"{sqnr:.1f} dB, and cosine {cosine:g}); hil's limits for the target stay",
+        min_sqnr_db=sqnr, min_cosine=cosine,
+    )  # fmt: skip

@@ -17,7 +17,7 @@ variants hil cannot honour are skips that say why.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -80,13 +80,25 @@ class CaseRunner:
             pytest.skip(f"{call.pipeline}: the test is for the {theirs}, {self.choice.target}'s "
                         f"{recipe} recipe for the {ours}")
         samples = call.option("calibration_samples")
-        extra = {"calibration": lambda: list(samples)} if samples is not None else {}
+        extra: dict[str, Any] = {}
+        if samples is not None:
+            extra["calibration"] = lambda: list(samples)
         case = case_from_module(self.case_name, call.module, call.inputs, **extra)
         chosen: str | RecipeSpec = variant.recipe(recipe) if variant.options else recipe
         if self.noting is not None:
             self.noting.append((case, self.choice.target, chosen))
             raise Noted
         self._check(call, case, chosen, variant)
+
+    def _quantized(self, case: Case, chosen: str | RecipeSpec) -> bool:
+        """Whether the program quantizes something (its export, made now or cached, says): only
+        then does the test's bar for the quantized model apply, never to a float program's
+        target check. An export that fails is left to the check, which reports it."""
+        try:
+            artifact = self.state.session.export(case, self.choice.target, chosen)
+        except HilError:
+            return False
+        return bool(artifact.quantized_ops)
 
     def _check(self, call: PipelineCall, case: Case, chosen: str | RecipeSpec,
                variant: mapping.Variant) -> None:  # fmt: skip
@@ -105,6 +117,9 @@ class CaseRunner:
                             f"{earlier}")
             self._record_error(hil_variant, e, call, variant)
             raise
+        bar = mapping.quantization_bar(call)
+        if bar is not None and self._quantized(case, chosen):
+            case = replace(case, tolerance=bar)
         try:
             result = session.check(case, target, chosen)
             artifact = session.export(case, target, chosen)

@@ -144,3 +144,11 @@ def test_stage_after_the_cortex_m_passes_counts_the_kernels_in_the_graph() -> No
     assert counts[stages.normalized(
         "executorch_exir_dialects_edge__ops_cortex_m_quantized_add_default")] == 1
     assert counts["aten_add_Tensor"] == 1 and counts["cortex_m_quantize_per_tensor_default"] == 2
+
+
+def test_the_tosa_pipelines_own_quantization_bar_is_taken_with_its_reason() -> None:
+    bar = mapping.quantization_bar(call("TosaPipelineINT", frobenius_threshold=0.45))
+    assert bar is not None and bar.min_cosine == 0.9
+    assert bar.min_sqnr_db is not None and abs(bar.min_sqnr_db - 6.94) < 0.01
+    assert "the test's own bar" in bar.reason and bar.quantized_steps is None  # target: hil's
+    assert mapping.quantization_bar(call("EthosU85PipelineINT")) is None  # they state none
