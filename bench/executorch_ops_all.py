@@ -33,9 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from npu_vs_executorch import FILES, REPO, Run, ops_folder, pytest_run
+from npu_vs_executorch import FILES, REPO, Run, junit_outcomes, ops_folder, pytest_run
 
 TARGETS = ("u55-ref", "u85-ref", "host")
+KEPT = REPO / ".hil" / "bench"
 RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8", "xnnpack-fp32", "portable", "unfit")
 SUFFIX = re.compile(
     r"(?:-|\[)(?:" + "|".join(map(re.escape, TARGETS)) + r")(?:\+[\w-]+)*-("
@@ -55,6 +56,11 @@ def their_case(hil_case: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", default=list(FILES))
+    parser.add_argument("--theirs", type=Path, metavar="JUNIT_XML",
+                        help="reuse their harness's run (its junit file, kept by an earlier "
+                        "run of this bench) instead of running it again (an hour here)")
+    parser.add_argument("--theirs-seconds", type=float, nargs=2, metavar=("RUN", "START_UP"),
+                        help="with --theirs: that run's wall time and start-up")
     args = parser.parse_args()
     folder = ops_folder()
     files = [str(folder / f"{name}.py") for name in args.files]
@@ -71,9 +77,19 @@ def main() -> int:
     nothing = [*files, "-k", "no_test_has_this_name"]
     print(f"ExecuTorch's Arm op tests, every pipeline: {len(files)} files; hil on "
           f"{', '.join(TARGETS)}")  # fmt: skip
-    start_theirs = pytest_run("start-up, their harness", nothing, work, base).seconds
+    if args.theirs:
+        run, start_theirs = args.theirs_seconds or (float("nan"), 0.0)
+        theirs = Run("ExecuTorch harness (kept)", run, 0, junit_outcomes(args.theirs))
+        print(f"  their harness: kept from {args.theirs}: {theirs.counts()}")
+    else:
+        start_theirs = pytest_run("start-up, their harness", nothing, work, base).seconds
+        theirs = pytest_run("ExecuTorch harness", files, work, base)
+        kept = KEPT / "their-harness.xml"
+        KEPT.mkdir(parents=True, exist_ok=True)
+        shutil.copy(work / "ExecuTorch_harness.xml", kept)
+        print(f"  their run kept: {kept} (--theirs {kept} --theirs-seconds "
+              f"{theirs.seconds:.1f} {start_theirs:.1f} reuses it)")  # fmt: skip
     start_hil = pytest_run("start-up, hil", [*plugin, *nothing], work, base, with_hil=True).seconds
-    theirs = pytest_run("ExecuTorch harness", files, work, base)
     cold = pytest_run("hil, cold", [*plugin, *files], work, base, with_hil=True)
     warm = pytest_run("hil, warm", [*plugin, *files], work, base, with_hil=True)
     report(theirs, cold, warm, start_theirs, start_hil)
