@@ -13,6 +13,7 @@ class Numerics(enum.StrEnum):
     FP32 = "fp32"
     INT8 = "int8"
     A16W8 = "a16w8"  # 16-bit activations, int8 weights
+    A8W4 = "a8w4"  # int8 activations, 4-bit weights (Ethos-U)
 
 
 class Timing(enum.StrEnum):

@@ -74,6 +74,19 @@ def recipes_for(pipeline: str, spec: DeviceSpec) -> list[str]:
     return next(([r] for r in INT_RECIPES if r in names), [])
 
 
+def subset_reason(call: PipelineCall, spec: DeviceSpec, target: str) -> str | None:
+    """Why `target` cannot answer this call although it answers the pipeline: an
+    OpNotSupportedPipeline for the Ethos-U55 subset (u55_subset=True) asserts what the U55's
+    partition leaves out, which another NPU delegates (measured: conv2d's large strides and
+    kernels are delegated on u85-ref)."""
+    if call.pipeline != "OpNotSupportedPipeline" or not call.option("u55_subset"):
+        return None
+    if spec.npu is not None and spec.npu.startswith("ethos-u55"):
+        return None
+    return (f"OpNotSupportedPipeline(u55_subset=True) asserts the Ethos-U55 subset's partition: "
+            f"it runs on {NPU_DEVICES['ethos-u55']}, not on {target}")  # fmt: skip
+
+
 def fit_reason(pipeline: str, targets: list[str]) -> str:
     """Why none of `targets` answers `pipeline`."""
     if pipeline in NOT_ANSWERED:

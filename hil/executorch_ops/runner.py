@@ -72,6 +72,8 @@ class CaseRunner:
         spec = self.state.registry.get(self.choice.target)
         if recipe not in mapping.recipes_for(call.pipeline, spec):
             pytest.skip(mapping.fit_reason(call.pipeline, [self.choice.target]))
+        if (subset := mapping.subset_reason(call, spec, self.choice.target)) is not None:
+            pytest.skip(subset)
         variant = mapping.variant_of(call, recipe)
         if variant.unsupported:
             pytest.skip(f"{call.pipeline} [{variant.label}]: {variant.unsupported}")

@@ -44,8 +44,8 @@ class Recipe(ABC):
     """Lowers a model for one backend configuration. Options come from the device spec."""
 
     name: ClassVar[str]
-    # "fp32", "int8" or "a16w8" (16-bit activations, int8 weights); a class default that a
-    # recipe may refine per instance from its options.
+    # "fp32", "int8", "a16w8" (16-bit activations, int8 weights) or "a8w4" (4-bit weights); a
+    # class default that a recipe may refine per instance from its options.
     numerics: str
     option_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     # A quantized recipe's backend: how far its correct kernels may be from the quantized

@@ -32,7 +32,7 @@ QUANTIZED = "the quantized PyTorch model"
 class ProgramFacts:
     """What the artifact says about the program's outputs."""
 
-    numerics: str  # the recipe's: fp32, int8, a16w8
+    numerics: str  # the recipe's: fp32, int8, a16w8, a8w4
     quantized: bool  # the program quantizes something at run time
     steps: tuple[float | None, ...] = ()  # each output's quantization step (None: float)
     quantized_reference: tuple[Array, ...] | None = None

@@ -96,8 +96,14 @@ def test_repository_devices_are_consistent(repo_devices: DeviceRegistry) -> None
         make_target(spec).provision()  # checks the recipes against vela.ini
 
 
-def test_ethos_u_numerics_follow_the_a16w8_option() -> None:
+def test_ethos_u_numerics_follow_the_a16w8_and_weights_options() -> None:
     from hil.recipes import make_recipe
+    from hil.verdict import tolerances
 
     assert make_recipe("ethos-u", {"a16w8": True}).numerics == "a16w8"
     assert make_recipe("ethos-u").numerics == "int8"
+    four_bit = make_recipe("ethos-u", {"weights": "int4"})
+    assert four_bit.numerics == "a8w4" and four_bit.step_allowance is not None
+    held = tolerances.quantization("a8w4", None)
+    assert "a8w4 quantization: SQNR >= 15 dB" in held.basis
+    assert tolerances.quantization("int8", None).get("sqnr_db") == tolerances.INT8_MIN_SQNR_DB

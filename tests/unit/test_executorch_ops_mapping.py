@@ -39,6 +39,15 @@ def test_each_pipeline_finds_its_recipes(repo_devices: DeviceRegistry) -> None:
         assert on("u85-ref", name) == [] and name in mapping.fit_reason(name, ["u85-ref"])
 
 
+def test_the_u55_subset_assertion_runs_on_an_ethos_u55_only(repo_devices: DeviceRegistry) -> None:
+    subset = call("OpNotSupportedPipeline", quantize=True, u55_subset=True)
+    assert mapping.subset_reason(subset, repo_devices.get("u55-ref"), "u55-ref") is None
+    why = mapping.subset_reason(subset, repo_devices.get("u85-ref"), "u85-ref")
+    assert why is not None and "u55_subset=True" in why and "u85-ref" in why
+    full = call("OpNotSupportedPipeline", quantize=True)
+    assert mapping.subset_reason(full, repo_devices.get("u85-ref"), "u85-ref") is None
+
+
 def test_variants_come_from_their_options_and_the_config_they_set() -> None:
     from executorch.backends.arm.quantizer.arm_quantizer import (
         get_symmetric_a8w4_quantization_config,
