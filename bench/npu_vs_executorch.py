@@ -98,6 +98,18 @@ def junit_outcomes(path: Path, suffix: str = "") -> dict[str, tuple[str, str]]:
     return outcomes
 
 
+def junit_seconds(path: Path) -> dict[str, float]:
+    """Case id -> the seconds pytest measured for it (setup, call and teardown)."""
+    if not path.exists():
+        return {}
+    return {
+        f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}": float(
+            case.get("time") or 0.0
+        )
+        for case in ET.parse(path).getroot().iter("testcase")
+    }
+
+
 def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str],
                suffix: str = "", with_hil: bool | None = None) -> Run:  # fmt: skip
     """One pytest run; hil's plugin is on for hil's side (`suffix`, the id part its
