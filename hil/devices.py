@@ -38,6 +38,11 @@ class RecipeSpec:
     name: str
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
+    def __str__(self) -> str:
+        """`ethos-u(a16w8=True, weights=int8)`: for logs and messages."""
+        given = ", ".join(f"{k}={v}" for k, v in self.options.items())
+        return f"{self.name}({given})" if given else self.name
+
 
 @dataclass(frozen=True)
 class TimingPolicy:

@@ -5,7 +5,8 @@
     TosaPipelineFP        a target's float recipes: portable and xnnpack-fp32
     EthosU55PipelineINT   the ethos-u recipe of a device with an Ethos-U55 (u55-ref, fvp-u55)
     EthosU85PipelineINT   the ethos-u recipe of a device with an Ethos-U85 (u85-ref, fvp-u85)
-    OpNotSupportedPipeline  an Arm partition (ethos-u); its assertion is the partition
+    OpNotSupportedPipeline  an Arm partition (ethos-u); its assertion is the partition (for
+                          u55_subset=True, an Ethos-U55's)
     CortexMTester         ExecuTorch's Cortex-M harness (test_dialect, test_implementation):
                           the cortex-m recipe (cortex-m55-ref, qemu-m55, boards)
 
