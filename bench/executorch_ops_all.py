@@ -24,6 +24,7 @@ asserted; the figures are for the README.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -48,9 +49,26 @@ TARGETS = ("u55-ref", "u85-ref", "host")
 KEPT = REPO / ".hil" / "bench"
 RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8", "xnnpack-fp32", "portable", "unfit")
 SUFFIX = re.compile(
-    r"(?:-|\[)(?:" + "|".join(map(re.escape, TARGETS)) + r")(?:\+[\w-]+)*-("
+    r"(?:-|\[)((?:" + "|".join(map(re.escape, TARGETS)) + r")(?:\+[\w-]+)*)-("
     + "|".join(map(re.escape, RECIPES)) + r")\]$"
 )  # fmt: skip
+
+
+def verdicts_of(records: Path) -> dict[tuple[str, str, str], str]:
+    """(their case id, target, recipe) -> hil's verdict, from a run's records.jsonl."""
+    found: dict[tuple[str, str, str], str] = {}
+    if records.exists():
+        for line in records.read_text().splitlines():
+            record = json.loads(line)
+            found[(record["case"], record["target"], record["recipe"])] = record["verdict"]
+    return found
+
+
+def verdict_of(hil_id: str, verdicts: dict[tuple[str, str, str], str]) -> str | None:
+    found = SUFFIX.search(hil_id)
+    if found is None:
+        return None
+    return verdicts.get((their_case(hil_id), found.group(1), found.group(2)))
 
 
 def their_case(hil_case: str) -> str:
@@ -102,14 +120,16 @@ def main() -> int:
               f"{theirs.seconds:.1f} {start_theirs:.1f} reuses it)")  # fmt: skip
     start_hil = pytest_run("start-up, hil", [*plugin, *nothing], work, base, with_hil=True).seconds
     cold = pytest_run("hil, cold", [*plugin, *files], work, base, with_hil=True)
+    verdicts = verdicts_of(work / "results" / "records.jsonl")  # the cold run's
     warm = pytest_run("hil, warm", [*plugin, *files], work, base, with_hil=True)
-    report(theirs, cold, warm, start_theirs, start_hil, junit_seconds(their_junit))
+    report(theirs, cold, warm, start_theirs, start_hil, junit_seconds(their_junit), verdicts)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
 def report(theirs: Run, cold: Run, warm: Run, start_theirs: float, start_hil: float,
-           their_seconds: dict[str, float]) -> None:  # fmt: skip
+           their_seconds: dict[str, float], verdicts: dict[tuple[str, str, str], str]
+           ) -> None:  # fmt: skip
     by_case: dict[str, list[tuple[str, str, str]]] = {}
     for hil_id, (outcome, message) in cold.outcomes.items():
         by_case.setdefault(their_case(hil_id), []).append((hil_id, outcome, message))
@@ -124,19 +144,25 @@ def report(theirs: Run, cold: Run, warm: Run, start_theirs: float, start_hil: fl
     print("hil's skip reasons (checks):")
     for reason, count in skips.most_common():
         print(f"  {count:5d}  {reason}")
-    agree = differ = 0
+    agree = differ = unjudged = 0
     for case, (outcome, _) in sorted(theirs.outcomes.items()):
         if outcome != "passed":
             continue
         for hil_id, hil_outcome, message in by_case.get(case, []):
             if hil_outcome == "skipped":
                 continue
-            if hil_outcome in ("passed", "xfailed"):
+            if hil_outcome in ("passed", "xfailed") and verdict_of(hil_id, verdicts) == (
+                "NOT JUDGED"
+            ):
+                unjudged += 1  # a pass of pytest's, not a verdict of PASS
+                print(f"  theirs passed, hil NOT JUDGED: {hil_id}")
+            elif hil_outcome in ("passed", "xfailed"):
                 agree += 1
             else:
                 differ += 1
                 print(f"  theirs passed, hil {hil_outcome}: {hil_id}: {message[:200]}")
-    print(f"on the cases their harness passed: hil agrees {agree}, differs {differ}")
+    print(f"on the cases their harness passed: hil agrees {agree}, differs {differ}, "
+          f"not judged {unjudged}")  # fmt: skip
     checks = sum(1 for o, _ in cold.outcomes.values() if o != "skipped") or 1
     cases = max(len(judged), 1)
 

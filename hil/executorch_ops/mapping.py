@@ -197,12 +197,18 @@ def quantization_bar(call: PipelineCall) -> ToleranceOverride | None:
     (TosaPipelineINT, defaults included); the target question keeps hil's limits."""
     if call.pipeline != "TosaPipelineINT":
         return None
-    frobenius = float(call.option("frobenius_threshold", QUANTIZATION_BAR["frobenius_threshold"]))
-    cosine = float(call.option("cosine_threshold", QUANTIZATION_BAR["cosine_threshold"]))
-    sqnr = -20.0 * math.log10(frobenius) if frobenius > 0 else None
+    frobenius = call.option("frobenius_threshold", QUANTIZATION_BAR["frobenius_threshold"])
+    cosine = call.option("cosine_threshold", QUANTIZATION_BAR["cosine_threshold"])
+    # None: the test turns that part of their check off (test_sub's tan() outputs are unbounded)
+    sqnr = (None if frobenius is None else math.inf if float(frobenius) <= 0
+            else -20.0 * math.log10(float(frobenius)))  # fmt: skip
+    said = [f"relative Frobenius error {float(frobenius):g}, about SQNR {sqnr:.1f} dB"
+            if sqnr is not None else "no Frobenius bar (frobenius_threshold=None)",
+            f"cosine {float(cosine):g}" if cosine is not None
+            else "no cosine bar (cosine_threshold=None)"]  # fmt: skip
+    waived = tuple(m for m, v in (("sqnr_db", sqnr), ("cosine", cosine)) if v is None)
     return ToleranceOverride(
         reason=f"the test's own bar for the quantized model against eager (ExecuTorch's "
-        f"original-model check: relative Frobenius error {frobenius:g}, about SQNR "
-        f"{sqnr:.1f} dB, and cosine {cosine:g}); hil's limits for the target stay",
-        min_sqnr_db=sqnr, min_cosine=cosine,
+        f"original-model check: {' and '.join(said)}); hil's limits for the target stay",
+        min_sqnr_db=sqnr, min_cosine=None if cosine is None else float(cosine), waived=waived,
     )  # fmt: skip

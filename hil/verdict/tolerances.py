@@ -51,6 +51,7 @@ QUANTIZATION_LIMITS = {  # numerics -> (SQNR dB, cosine); int8 for any other
     "a16w8": (A16W8_MIN_SQNR_DB, A16W8_MIN_COSINE),
     "a8w4": (A8W4_MIN_SQNR_DB, A8W4_MIN_COSINE),
 }
+WAIVABLE = ("sqnr_db", "cosine")  # the quantization question's metrics a case may waive
 MIN_TOP1 = 1.0  # every row's class, where eager's own top two are at least a step apart
 
 # How many times the model's measured rounding sensitivity a target may use. Measured over the
@@ -84,7 +85,9 @@ class ToleranceOverride:
     Against eager PyTorch (`max_abs`, `min_sqnr_db`, `min_cosine`, `min_top1`): the target's
     outputs for a float program, the quantized model's (the quantization question) for a
     quantized one. `quantized_steps` and `quantized_off_fraction` replace the limits of a
-    quantized program's target check (steps from the quantized PyTorch model).
+    quantized program's target check (steps from the quantized PyTorch model). `waived` names
+    the quantization question's metrics ("sqnr_db", "cosine") the case does not judge, for the
+    reason given; with both waived that question is NOT JUDGED, never passed.
     """
 
     reason: str
@@ -94,11 +97,15 @@ class ToleranceOverride:
     min_top1: float | None = None
     quantized_steps: float | None = None
     quantized_off_fraction: float | None = None
+    waived: tuple[str, ...] = ()
     int8_steps: float | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.reason.strip():
             raise ValueError("ToleranceOverride needs a reason")
+        unknown = set(self.waived) - set(WAIVABLE)
+        if unknown:
+            raise ValueError(f"ToleranceOverride(waived=...) takes {WAIVABLE}, not {unknown}")
         if self.int8_steps is not None:
             raise ValueError(
                 "ToleranceOverride(int8_steps=...) is gone: a quantized target is judged against "
@@ -201,13 +208,15 @@ def quantization(numerics: str, override: ToleranceOverride | None) -> Tolerance
     """The quantized model's output against eager PyTorch."""
     sqnr, cosine = QUANTIZATION_LIMITS.get(numerics, QUANTIZATION_LIMITS["int8"])
     o = override
+    waived = set(o.waived) if o else set()
     limits = [
         Limit("sqnr_db", ">=", o.min_sqnr_db if o and o.min_sqnr_db is not None else sqnr),
         Limit("cosine", ">=", o.min_cosine if o and o.min_cosine is not None else cosine),
     ]
+    limits = [limit for limit in limits if limit.metric not in waived]
     if o and o.max_abs is not None:
         limits.append(Limit("max_abs", "<=", o.max_abs))
-    used = bool(o and (o.min_sqnr_db, o.min_cosine, o.max_abs) != (None, None, None))
+    used = bool(o and ((o.min_sqnr_db, o.min_cosine, o.max_abs) != (None, None, None) or waived))
     basis = f"{numerics} quantization: SQNR >= {sqnr:g} dB, cosine >= {cosine:g} (hil defaults)"
     return Tolerance(tuple(limits), _with_reason(basis, override, used))
 

@@ -161,3 +161,17 @@ def test_the_tosa_pipelines_own_quantization_bar_is_taken_with_its_reason() -> N
     assert bar.min_sqnr_db is not None and abs(bar.min_sqnr_db - 6.94) < 0.01
     assert "the test's own bar" in bar.reason and bar.quantized_steps is None  # target: hil's
     assert mapping.quantization_bar(call("EthosU85PipelineINT")) is None  # they state none
+
+
+def test_a_bar_the_test_turns_off_is_waived_and_both_off_is_not_judged() -> None:
+    from hil.verdict import tolerances
+
+    no_frobenius = mapping.quantization_bar(call("TosaPipelineINT", frobenius_threshold=None))
+    assert no_frobenius is not None and no_frobenius.waived == ("sqnr_db",)
+    held = tolerances.quantization("int8", no_frobenius)
+    assert held.get("sqnr_db") is None and held.get("cosine") == 0.9
+    assert "frobenius_threshold=None" in held.basis
+    neither = mapping.quantization_bar(
+        call("TosaPipelineINT", frobenius_threshold=None, cosine_threshold=None)
+    )
+    assert neither is not None and tolerances.quantization("int8", neither).limits == ()

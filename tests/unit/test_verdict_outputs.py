@@ -138,6 +138,19 @@ def test_quantization_is_judged_against_eager_by_sqnr_and_cosine() -> None:
     assert allowed.status is Status.PASS and "case override: untrained deep model" in allowed.basis
 
 
+def test_a_case_that_waives_the_quantization_question_is_not_judged_on_it() -> None:
+    noisy = (EAGER[0] + RNG.normal(scale=2.0, size=(1, 64)).astype(np.float32),)
+    cosine_only = ToleranceOverride(reason="unbounded outputs", waived=("sqnr_db",))
+    held = only(quantization_checks(EAGER, int8(noisy), CaseRules(cosine_only)),
+                Question.QUANTIZATION)  # fmt: skip
+    assert [limit.metric for limit in held.limits] == ["cosine"]
+    waived = ToleranceOverride(reason="unbounded outputs", waived=("sqnr_db", "cosine"))
+    check = only(quantization_checks(EAGER, int8(noisy), CaseRules(waived)), Question.QUANTIZATION)
+    assert check.status is Status.NOT_JUDGED and "unbounded outputs" in check.cause
+    with pytest.raises(ValueError, match="waived"):
+        ToleranceOverride(reason="typo", waived=("snr",))
+
+
 def test_classifiers_judge_top1_in_both_questions() -> None:
     logits = np.array([[0.0, 1.0, 0.2, 0.1, -0.3, 0.4, -0.1, 0.05, -0.2, 0.3]], np.float32)
     eager = (logits,)
