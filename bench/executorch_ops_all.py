@@ -54,6 +54,14 @@ SUFFIX = re.compile(
 )  # fmt: skip
 
 
+def skip_reason(message: str) -> str:
+    """A skip's reason, short: its head, or NOT JUDGED for a check hil could not judge (its
+    message begins with the case's name and says which question and why)."""
+    if message.startswith("test_"):
+        return "NOT JUDGED (a question the test waives or hil cannot judge)"
+    return message.split(":")[0][:70]
+
+
 def verdicts_of(records: Path) -> dict[tuple[str, str, str], str]:
     """(their case id, target, recipe) -> hil's verdict, from a run's records.jsonl."""
     found: dict[tuple[str, str, str], str] = {}
@@ -135,7 +143,7 @@ def report(theirs: Run, cold: Run, warm: Run, start_theirs: float, start_hil: fl
         by_case.setdefault(their_case(hil_id), []).append((hil_id, outcome, message))
     unaccounted = sorted(set(theirs.outcomes) - set(by_case))
     judged = {c for c, runs in by_case.items() if any(o != "skipped" for _, o, _ in runs)}
-    skips = Counter(m.split(":")[0][:70] for runs in by_case.values() for _, o, m in runs
+    skips = Counter(skip_reason(m) for runs in by_case.values() for _, o, m in runs
                     if o == "skipped")  # fmt: skip
     print(f"their cases {len(theirs.outcomes)}: judged by hil {len(judged)}, skipped by name "
           f"{len(by_case) - len(judged)}, unaccounted {len(unaccounted)}")  # fmt: skip
