@@ -1,4 +1,4 @@
-"""Two costs torch 2.13 pays on every decomposition pass that change nothing it computes.
+"""Three costs torch 2.13 pays on every decomposition pass that change nothing it computes.
 
 Every `run_decompositions` (ExecuTorch's lowering calls it three times per program):
 
@@ -14,6 +14,9 @@ Every `run_decompositions` (ExecuTorch's lowering calls it three times per progr
    call, a fifth of a cold export's time (cProfile of the host and u85-ref operator suites,
    2026-12: 65 s of 332 s). The function `py_impl(key)` returns depends only on the operator
    and the key, so it is now made once per (operator, key) and handed out again.
+3. even so, those registrations and a fresh closure per key were still a fifth of a cold
+   export (hil's operator bench, 2026-12: 29 s of 144 s); the override itself is now done by
+   hil.recipes.cia_override, straight into each operator's table.
 
 The results are the ones torch computes (tests/unit/test_export_speedup.py compares them; every
 .pte of the suites came out byte-identical with and without each change). It applies only to
@@ -29,15 +32,23 @@ from typing import Any
 import torch
 from torch._ops import OperatorBase
 
+from hil.recipes import cia_override
+
 PATCHED_TORCH = "2.13."
 _state = threading.local()
 _install_lock = threading.Lock()
 _installed = False
+OVERRIDE_PARTS = (  # what hil.recipes.cia_override replaces and reads in torch.export
+    "_override_composite_implicit_decomp",
+    "_AUTOGRAD_ALIAS_BACKEND_KEYS_TO_OVERRIDE",
+    "_BACKEND_KEYS_TO_OVERRIDE",
+)
 
 
 def applies() -> bool:
     """Whether this torch is the one the speed-up was written against."""
     from torch._export import utils
+    from torch.export import exported_program
 
     return (
         torch.__version__.startswith(PATCHED_TORCH)
@@ -46,6 +57,7 @@ def applies() -> bool:
             for name in ("_materialize_cpp_cia_ops", "_collect_all_valid_cia_ops")
         )
         and callable(getattr(OperatorBase, "py_impl", None))
+        and all(hasattr(exported_program, name) for name in OVERRIDE_PARTS)
     )
 
 
@@ -66,6 +78,9 @@ def install() -> bool:
             if getattr(module, "_collect_all_valid_cia_ops", None) is not None:
                 module._collect_all_valid_cia_ops = collect  # type: ignore[attr-defined]
         OperatorBase.py_impl = _made_once_per_key(OperatorBase.py_impl)  # type: ignore[method-assign,assignment]
+        override = cia_override.override_composite_implicit_decomp
+        override.__wrapped__ = exported_program._override_composite_implicit_decomp  # type: ignore[attr-defined]
+        exported_program._override_composite_implicit_decomp = override
         _installed = True
         return True
 

@@ -90,8 +90,62 @@ def test_another_torch_is_left_as_shipped(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(export_speedup, "_installed", False)
     monkeypatch.setattr(torch, "__version__", "2.14.0")
+    from torch.export import exported_program
+
     before = utils._materialize_cpp_cia_ops
     py_impl = OperatorBase.py_impl
+    override = exported_program._override_composite_implicit_decomp
     assert export_speedup.install() is False
     assert utils._materialize_cpp_cia_ops is before
     assert OperatorBase.py_impl is py_impl
+    assert exported_program._override_composite_implicit_decomp is override
+
+
+def _kernel_tables(ops: Any) -> dict[Any, dict[Any, str]]:
+    """Each operator's Python kernels: key -> what is there (a shared decomposition by
+    identity, any other kernel by its kind, since torch makes those afresh each time)."""
+    return {op: {key: f"{type(k).__name__}:{getattr(k, '__qualname__', '')}"
+                 for key, k in op.py_kernels.items()} for op in ops}  # fmt: skip
+
+
+def test_the_cia_override_registers_and_restores_what_torchs_own_does(installed: Any) -> None:
+    from torch.export import exported_program
+
+    ours = exported_program._override_composite_implicit_decomp
+    torchs = ours.__wrapped__
+    table = exported_program._split_decomp_table_to_cia_and_python_decomp(
+        torch.export.default_decompositions()
+    )[0]
+    assert len(table) > 100
+    before = _kernel_tables(table)
+    seen = []
+    for override in (torchs, ours):
+        with override(table):
+            seen.append(_kernel_tables(table))
+            assert all(op.py_kernels[torch._C.DispatchKey.CompositeImplicitAutograd] is f
+                       for op, f in table.items())  # fmt: skip
+        assert _kernel_tables(table) == before
+    assert seen[0] == seen[1]
+
+
+def test_a_decomposition_under_the_cia_override_gives_torchs_graph(installed: Any) -> None:
+    from torch.export import exported_program
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.norm = torch.nn.LayerNorm([4, 6, 6])
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.nn.functional.gelu(self.norm(self.conv(x)))
+            return torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1).softmax(-1)
+
+    program = torch.export.export(Block().eval(), (torch.zeros(1, 3, 8, 8),))
+    ours = exported_program._override_composite_implicit_decomp
+    decomposed = program.run_decompositions().graph_module.code
+    try:
+        exported_program._override_composite_implicit_decomp = ours.__wrapped__
+        assert program.run_decompositions().graph_module.code == decomposed
+    finally:
+        exported_program._override_composite_implicit_decomp = ours
