@@ -33,6 +33,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,16 +77,22 @@ def ops_folder() -> Path:
     return Path(next(iter(executorch.__path__))) / "backends" / "arm" / "test" / "ops"
 
 
-def junit_outcomes(path: Path, suffix: str = "") -> dict[str, tuple[str, str]]:
-    """Case id -> (outcome, message); `suffix` ("u85-ref-ethos-u") is taken off hil's ids."""
-    outcomes: dict[str, tuple[str, str]] = {}
+def junit_cases(path: Path, suffix: str = "") -> Iterator[tuple[str, ET.Element]]:
+    """(case id, its <testcase>) of a junit file ("test_add::test_add_tensor_tosa_INT[...]");
+    `suffix` ("u85-ref-ethos-u") is taken off hil's ids. A missing file has none."""
     if not path.exists():
-        return outcomes
+        return
     for case in ET.parse(path).getroot().iter("testcase"):
         test = str(case.get("name"))
         if suffix:
             test = test.replace(f"-{suffix}]", "]").replace(f"[{suffix}]", "")
-        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{test}"
+        yield f"{case.get('classname', '').rsplit('.', 1)[-1]}::{test}", case
+
+
+def junit_outcomes(path: Path, suffix: str = "") -> dict[str, tuple[str, str]]:
+    """Case id -> (outcome, message)."""
+    outcomes: dict[str, tuple[str, str]] = {}
+    for name, case in junit_cases(path, suffix):
         outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error"):
@@ -100,14 +107,7 @@ def junit_outcomes(path: Path, suffix: str = "") -> dict[str, tuple[str, str]]:
 
 def junit_seconds(path: Path) -> dict[str, float]:
     """Case id -> the seconds pytest measured for it (setup, call and teardown)."""
-    if not path.exists():
-        return {}
-    return {
-        f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}": float(
-            case.get("time") or 0.0
-        )
-        for case in ET.parse(path).getroot().iter("testcase")
-    }
+    return {name: float(case.get("time") or 0.0) for name, case in junit_cases(path)}
 
 
 def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str],
