@@ -1,4 +1,4 @@
-"""Three costs torch 2.13 pays on every decomposition pass that change nothing it computes.
+"""Costs torch 2.13 and ExecuTorch 1.5 pay on every export that change nothing they compute.
 
 Every `run_decompositions` (ExecuTorch's lowering calls it three times per program):
 
@@ -18,6 +18,10 @@ Every `run_decompositions` (ExecuTorch's lowering calls it three times per progr
    export (hil's operator bench, 2026-12: 29 s of 144 s); the override itself is now done by
    hil.recipes.cia_override, straight into each operator's table.
 
+Two more, each with its own check that it applies, come with it: node provenance shared
+instead of deep-copied per pass (hil.recipes.provenance_sharing) and one placeholder
+interpreter for every ExecuTorch pass (hil.recipes.pass_placeholder).
+
 The results are the ones torch computes (tests/unit/test_export_speedup.py compares them; every
 .pte of the suites came out byte-identical with and without each change). It applies only to
 the torch it was measured on (the version hil pins); any other version is left as it is.
@@ -32,7 +36,7 @@ from typing import Any
 import torch
 from torch._ops import OperatorBase
 
-from hil.recipes import cia_override
+from hil.recipes import cia_override, pass_placeholder, provenance_sharing
 
 PATCHED_TORCH = "2.13."
 _state = threading.local()
@@ -62,8 +66,11 @@ def applies() -> bool:
 
 
 def install() -> bool:
-    """Install the speed-up once per process; False when this torch is not the pinned one."""
+    """Install the speed-up once per process; False when this torch is not the pinned one
+    (the provenance and pass parts check their own fit and install wherever they fit)."""
     global _installed
+    provenance_sharing.install()
+    pass_placeholder.install()
     with _install_lock:
         if _installed:
             return True
