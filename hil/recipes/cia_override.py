@@ -40,22 +40,20 @@ def _force_dispatch_to_orig_cia_callable(fake_tensor_mode: Any, op: Any, *args: 
         return original(*args, **kwargs)
 
 
-def _not_implemented_for(op: Any) -> Callable[..., Any]:
-    from torch._higher_order_ops.utils import autograd_not_implemented
-
+def _not_implemented_for(op: Any, make: Callable[..., Callable[..., Any]]) -> Callable[..., Any]:
     kernel = _not_implemented.get(op)
     if kernel is None:
-        kernel = _not_implemented[op] = autograd_not_implemented(op, deferred_error=True)
+        kernel = _not_implemented[op] = make(op, deferred_error=True)
     return kernel
 
 
-def _register(op: Any, key: Any, kernel: Callable[..., Any]) -> None:
-    """`op.py_impl(key)(kernel)` without re-clearing the dispatch cache: the same refusals."""
-    if key == torch._C.DispatchKey.Python:
+def _refusing_the_python_key(keys: Any) -> tuple[Any, ...]:
+    """The keys, after the refusal `py_impl` makes of the Python key (torch's lists never hold
+    it; checked once, here, not on every registration)."""
+    found: tuple[Any, ...] = tuple(keys)
+    if torch._C.DispatchKey.Python in found:
         raise AssertionError("Please register a mode for the DispatchKey.Python key instead.")
-    if key in op.py_kernels:
-        raise RuntimeError(f"Trying to override a python impl for {key} on operator {op.name()}")
-    op.py_kernels[key] = kernel
+    return found
 
 
 @contextlib.contextmanager
@@ -63,6 +61,7 @@ def override_composite_implicit_decomp(
     cia_ops_to_callable: Mapping[Any, Callable[..., Any]],
 ) -> Iterator[None]:
     from torch._export.utils import _get_decomp_for_cia
+    from torch._higher_order_ops.utils import autograd_not_implemented
     from torch._subclasses.fake_impls import (
         _deregister_op_impl,
         _is_op_registered_to_fake_rule,
@@ -70,25 +69,30 @@ def override_composite_implicit_decomp(
     )
     from torch.export import exported_program as ep
 
+    alias_keys = _refusing_the_python_key(ep._AUTOGRAD_ALIAS_BACKEND_KEYS_TO_OVERRIDE)
+    backend_keys = _refusing_the_python_key(ep._BACKEND_KEYS_TO_OVERRIDE)
     saved: dict[Any, dict[Any, Any]] = {}
     try:
         for op, decomposition in cia_ops_to_callable.items():
-            saved[op] = op.py_kernels.copy()
-            for key in ep._AUTOGRAD_ALIAS_BACKEND_KEYS_TO_OVERRIDE:
-                if key not in op.py_kernels:
-                    _register(op, key, _not_implemented_for(op))
+            kernels = op.py_kernels  # written only where a key is absent: py_impl's refusal
+            saved[op] = kernels.copy()
+            missing = [key for key in alias_keys if key not in kernels]
+            if missing:
+                refusal = _not_implemented_for(op, autograd_not_implemented)
+                for key in missing:
+                    kernels[key] = refusal
             original = _get_decomp_for_cia(op)  # before the CIA kernel is replaced, as torch
-            op.py_kernels.pop(_CIA, None)
-            _register(op, _CIA, decomposition)
+            kernels.pop(_CIA, None)
+            kernels[_CIA] = decomposition
             if not _is_op_registered_to_fake_rule(op):
                 register_op_impl(op)(
                     functools.partial(
                         _force_dispatch_to_orig_cia_callable, original_callable=original
                     )
                 )
-            for key in ep._BACKEND_KEYS_TO_OVERRIDE:
-                if key not in op.py_kernels:
-                    _register(op, key, original)
+            for key in backend_keys:
+                if key not in kernels:
+                    kernels[key] = original
             op._dispatch_cache.clear()
         yield
     finally:

@@ -18,6 +18,12 @@ Every `run_decompositions` (ExecuTorch's lowering calls it three times per progr
    export (hil's operator bench, 2026-12: 29 s of 144 s); the override itself is now done by
    hil.recipes.cia_override, straight into each operator's table.
 
+4. asks of every one of those ops, each time, whether it may be preserved: its tags, whether
+   it is a metadata function, its schema's aliasing and mutation (fixed for an operator) and
+   whether the dispatcher has a kernel for it (which a registration can change). py-spy put
+   those answers at 4 % of a cold run of ExecuTorch's mean tests (2026-12). The fixed part is
+   now asked once per operator; the kernel is looked up every time, as before.
+
 Two more, each with its own check that it applies, come with it: node provenance shared
 instead of deep-copied per pass (hil.recipes.provenance_sharing) and one placeholder
 interpreter for every ExecuTorch pass (hil.recipes.pass_placeholder).
@@ -58,7 +64,11 @@ def applies() -> bool:
         torch.__version__.startswith(PATCHED_TORCH)
         and all(
             hasattr(utils, name)
-            for name in ("_materialize_cpp_cia_ops", "_collect_all_valid_cia_ops")
+            for name in (
+                "_materialize_cpp_cia_ops",
+                "_collect_all_valid_cia_ops",
+                "_check_valid_to_preserve",
+            )
         )
         and callable(getattr(OperatorBase, "py_impl", None))
         and all(hasattr(exported_program, name) for name in OVERRIDE_PARTS)
@@ -84,6 +94,7 @@ def install() -> bool:
         for module in (utils, decomp_utils, exported_program):  # each holds its own reference
             if getattr(module, "_collect_all_valid_cia_ops", None) is not None:
                 module._collect_all_valid_cia_ops = collect  # type: ignore[attr-defined]
+        utils._check_valid_to_preserve = _fixed_part_asked_once(utils._check_valid_to_preserve)  # type: ignore[assignment]
         OperatorBase.py_impl = _made_once_per_key(OperatorBase.py_impl)  # type: ignore[method-assign,assignment]
         override = cia_override.override_composite_implicit_decomp
         override.__wrapped__ = exported_program._override_composite_implicit_decomp  # type: ignore[attr-defined]
@@ -116,6 +127,30 @@ def _once_per_collection(materialize: Callable[[], None]) -> Callable[[], None]:
 
     materialize_unless_done.__wrapped__ = materialize  # type: ignore[attr-defined]
     return materialize_unless_done
+
+
+def _fixed_part_asked_once(valid: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """torch's `_check_valid_to_preserve`, whose answer changes only with the dispatcher's
+    kernel for the operator (its last question, asked every time here): with no kernel the
+    answer is no; with one, torch's answer of the last time there was one stands."""
+    with_kernel: dict[Any, bool] = {}  # operator -> torch's answer, asked with a kernel there
+
+    def valid_asking_the_kernel(op: Any) -> bool:
+        name = getattr(op, "name", None)
+        if not callable(name) or not hasattr(op, "_schema"):
+            return valid(op)
+        if not torch._C._dispatch_has_kernel(name()):
+            return False
+        try:
+            return with_kernel[op]
+        except KeyError:
+            answer = with_kernel[op] = valid(op)
+            return answer
+        except TypeError:  # an operator that cannot be hashed: asked each time, as before
+            return valid(op)
+
+    valid_asking_the_kernel.__wrapped__ = valid  # type: ignore[attr-defined]
+    return valid_asking_the_kernel
 
 
 def _made_once_per_key(py_impl: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:

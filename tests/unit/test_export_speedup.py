@@ -149,3 +149,31 @@ def test_a_decomposition_under_the_cia_override_gives_torchs_graph(installed: An
         assert program.run_decompositions().graph_module.code == decomposed
     finally:
         exported_program._override_composite_implicit_decomp = ours
+
+
+def test_the_preservable_check_answers_as_torchs_own_for_every_aten_operator(
+    installed: Any,
+) -> None:
+    check = utils._check_valid_to_preserve
+    ops = [getattr(torch.ops.aten, name) for name in torch.ops.aten]
+    overloads = [o for packet in ops for o in packet.op_overloads()]
+    assert len(overloads) > 1000
+    for _ in range(2):  # the first answer and the remembered one
+        assert [check(o) for o in overloads] == [check.__wrapped__(o) for o in overloads]
+
+
+def test_the_preservable_check_follows_the_dispatchers_kernel_each_time(
+    installed: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check = utils._check_valid_to_preserve
+    op = torch.ops.aten.gelu.default
+    has_kernel = torch._C._dispatch_has_kernel
+    kernels = {"aten::gelu": False}  # as if its kernel came later, then went again
+
+    def dispatcher(name: str) -> bool:
+        return kernels.get(name, has_kernel(name))
+
+    monkeypatch.setattr(torch._C, "_dispatch_has_kernel", dispatcher)
+    for there in (False, True, False, True):
+        kernels["aten::gelu"] = there
+        assert check(op) is there and check.__wrapped__(op) is there
