@@ -24,9 +24,10 @@ Every `run_decompositions` (ExecuTorch's lowering calls it three times per progr
    those answers at 4 % of a cold run of ExecuTorch's mean tests (2026-12). The fixed part is
    now asked once per operator; the kernel is looked up every time, as before.
 
-Two more, each with its own check that it applies, come with it: node provenance shared
-instead of deep-copied per pass (hil.recipes.provenance_sharing) and one placeholder
-interpreter for every ExecuTorch pass (hil.recipes.pass_placeholder).
+Three more, each with its own check that it applies, come with it: node provenance shared
+instead of deep-copied per pass (hil.recipes.provenance_sharing), one placeholder
+interpreter for every ExecuTorch pass (hil.recipes.pass_placeholder) and fx's generated code
+compiled once per distinct source (hil.recipes.fx_compile_cache).
 
 The results are the ones torch computes (tests/unit/test_export_speedup.py compares them; every
 .pte of the suites came out byte-identical with and without each change). It applies only to
@@ -42,7 +43,7 @@ from typing import Any
 import torch
 from torch._ops import OperatorBase
 
-from hil.recipes import cia_override, pass_placeholder, provenance_sharing
+from hil.recipes import cia_override, fx_compile_cache, pass_placeholder, provenance_sharing
 
 PATCHED_TORCH = "2.13."
 _state = threading.local()
@@ -81,6 +82,7 @@ def install() -> bool:
     global _installed
     provenance_sharing.install()
     pass_placeholder.install()
+    fx_compile_cache.install()
     with _install_lock:
         if _installed:
             return True
