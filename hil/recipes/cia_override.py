@@ -13,7 +13,9 @@ and host, 2026-12: 29 s of 144 s in one process, 73 ms a pass).
 Here each operator's kernels are written straight into its table, after the same checks
 `py_impl` makes (no Python key, nothing overwritten), with one dispatch-cache clear per
 operator instead of one per key, and one "not implemented" kernel per operator shared by its
-Autograd* keys (torch's closures differ only in identity). What is registered, in which order
+Autograd* keys (torch's closures differ only in identity); which keys a table lacks is found
+with the hashes a set of them keeps (5.3 -> 2.2 ms a pass over torch's 557 operators, 2026-12).
+What is registered, in which order
 relative to the CIA kernel lookup, and what is restored are torch's
 (tests/unit/test_export_speedup.py compares the tables and the decomposed graphs).
 """
@@ -47,10 +49,12 @@ def _not_implemented_for(op: Any, make: Callable[..., Callable[..., Any]]) -> Ca
     return kernel
 
 
-def _refusing_the_python_key(keys: Any) -> tuple[Any, ...]:
+def _refusing_the_python_key(keys: Any) -> frozenset[Any]:
     """The keys, after the refusal `py_impl` makes of the Python key (torch's lists never hold
-    it; checked once, here, not on every registration)."""
-    found: tuple[Any, ...] = tuple(keys)
+    it; checked once, here, not on every registration). As a set: which of them a table lacks
+    is then found, and written, with the hashes the set keeps (a DispatchKey's own hash is a
+    call into C++, ten per operator per pass)."""
+    found = frozenset(keys)
     if torch._C.DispatchKey.Python in found:
         raise AssertionError("Please register a mode for the DispatchKey.Python key instead.")
     return found
@@ -76,11 +80,11 @@ def override_composite_implicit_decomp(
         for op, decomposition in cia_ops_to_callable.items():
             kernels = op.py_kernels  # written only where a key is absent: py_impl's refusal
             saved[op] = kernels.copy()
-            missing = [key for key in alias_keys if key not in kernels]
+            missing = alias_keys.difference(kernels)
             if missing:
-                refusal = _not_implemented_for(op, autograd_not_implemented)
-                for key in missing:
-                    kernels[key] = refusal
+                kernels.update(
+                    dict.fromkeys(missing, _not_implemented_for(op, autograd_not_implemented))
+                )
             original = _get_decomp_for_cia(op)  # before the CIA kernel is replaced, as torch
             kernels.pop(_CIA, None)
             kernels[_CIA] = decomposition
@@ -90,9 +94,7 @@ def override_composite_implicit_decomp(
                         _force_dispatch_to_orig_cia_callable, original_callable=original
                     )
                 )
-            for key in backend_keys:
-                if key not in kernels:
-                    kernels[key] = original
+            kernels.update(dict.fromkeys(backend_keys.difference(kernels), original))
             op._dispatch_cache.clear()
         yield
     finally:
