@@ -15,9 +15,8 @@ Here each operator's kernels are written straight into its table, after the same
 operator instead of one per key, and one "not implemented" kernel per operator shared by its
 Autograd* keys (torch's closures differ only in identity); which keys a table lacks is found
 with the hashes a set of them keeps (5.3 -> 2.2 ms a pass over torch's 557 operators, 2026-12).
-What is registered, in which order
-relative to the CIA kernel lookup, and what is restored are torch's
-(tests/unit/test_export_speedup.py compares the tables and the decomposed graphs).
+What is registered, in which order relative to the CIA kernel lookup, and what is restored are
+torch's (tests/unit/test_export_speedup.py compares the tables and the decomposed graphs).
 """
 
 from __future__ import annotations

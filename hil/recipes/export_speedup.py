@@ -78,12 +78,11 @@ def applies() -> bool:
 
 def install() -> bool:
     """Install the speed-up once per process; False when this torch is not the pinned one
-    (the provenance and pass parts check their own fit and install wherever they fit)."""
+    (the provenance, pass and compile parts check their own fit and install where they fit)."""
     global _installed
-    provenance_sharing.install()
-    pass_placeholder.install()
-    fx_compile_cache.install()
     with _install_lock:
+        for part in (provenance_sharing, pass_placeholder, fx_compile_cache):
+            part.install()
         if _installed:
             return True
         if not applies():

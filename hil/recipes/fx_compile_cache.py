@@ -18,8 +18,9 @@ from typing import Any
 
 from torch.fx import graph_module
 
+from hil.recipes.patch_once import Patch
+
 KEPT = 256  # distinct sources; a lowering's passes revisit far fewer
-_installed = False
 _compiled: OrderedDict[str, types.CodeType] = OrderedDict()
 
 
@@ -57,15 +58,10 @@ def applies() -> bool:
     return hasattr(graph_module, "_loader") and {"_loader", "compile", "exec"} <= set(names)
 
 
-def install() -> bool:
-    """Compile each distinct source once from now on in this process; False where torch.fx
-    differs from the one measured."""
-    global _installed
-    if _installed:
-        return True
-    if not applies():
-        return False
+def _compile_once() -> None:
     _exec_compiled_once.__wrapped__ = graph_module._exec_with_source  # type: ignore[attr-defined]
     graph_module._exec_with_source = _exec_compiled_once
-    _installed = True
-    return True
+
+
+PATCH = Patch(applies, _compile_once)
+install = PATCH.install  # each distinct source compiled once from now on; False where fx differs

@@ -20,10 +20,11 @@ from typing import Any
 
 import torch
 
+from hil.recipes.patch_once import Patch
+
 EXPECTED_ATTRIBUTES = frozenset(
     {"interpreter", "tracer", "fake_tensor_mode", "_initialized", "node_debug_str"}
 )
-_installed = False
 
 
 @functools.cache
@@ -70,17 +71,12 @@ def applies() -> bool:
     )
 
 
-def install() -> bool:
-    """Passes made from now on in this process share the stand-in; False where ExecuTorch's
-    constructor differs from the one this was written against."""
-    global _installed
-    if _installed:
-        return True
-    if not applies():
-        return False
+def _share_the_stand_in() -> None:
     from executorch.exir.pass_base import _ExportPassBase
 
     _init_with_shared_stand_in.__wrapped__ = _ExportPassBase.__init__  # type: ignore[attr-defined]
     _ExportPassBase.__init__ = _init_with_shared_stand_in
-    _installed = True
-    return True
+
+
+PATCH = Patch(applies, _share_the_stand_in)
+install = PATCH.install  # passes made from now on share the stand-in; False where theirs differs

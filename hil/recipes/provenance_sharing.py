@@ -8,8 +8,8 @@ ExecuTorch's conv2d tests on u55-ref, u85-ref and host (2026-12).
 
 A `NodeSource` is not changed once made (torch and ExecuTorch only read it, serialize it or
 make new ones; torch's transform observer appends to a node's own list, never to a source's),
-so the copy is now of the list alone and the sources in it are shared. Every chain reads the
-same (`to_dict()`, the serialized metadata, each .pte: tests/unit/test_provenance_sharing.py).
+so the copy is now of the list alone and the sources in it are shared. A lowering's chains
+(`to_dict()`) and program come out the same (tests/unit/test_provenance_and_pass_speedups.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from torch.fx import traceback as fx_traceback
 
-_installed = False
+from hil.recipes.patch_once import Patch
 
 
 def _copy_sharing_sources(value: Any, memo: dict[int, Any] | None = None) -> Any:
@@ -47,13 +47,9 @@ def applies() -> bool:
     return getattr(fx_traceback, "copy", None) is copy and {"copy", "deepcopy"} <= set(names)
 
 
-def install() -> bool:
-    """Share provenance sources from now on in this process; False where torch differs."""
-    global _installed
-    if _installed:
-        return True
-    if not applies():
-        return False
+def _share_sources() -> None:
     fx_traceback.copy = _CopySharingSources()  # type: ignore[attr-defined,assignment]
-    _installed = True
-    return True
+
+
+PATCH = Patch(applies, _share_sources)
+install = PATCH.install  # share provenance sources from now on; False where torch differs

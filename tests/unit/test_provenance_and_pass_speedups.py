@@ -92,7 +92,7 @@ def test_a_pass_constructor_that_changed_is_left_as_shipped(
         self.something_new = 1
 
     monkeypatch.setattr(_ExportPassBase, "__init__", with_one_more)
-    monkeypatch.setattr(pass_placeholder, "_installed", False)
+    monkeypatch.setattr(pass_placeholder.PATCH, "installed", False)
     assert pass_placeholder.install() is False
     assert _ExportPassBase.__init__ is with_one_more
 
@@ -102,6 +102,6 @@ def test_a_traceback_that_copies_otherwise_is_left_as_shipped(
 ) -> None:
     monkeypatch.setattr(fx_traceback, "copy", copy)  # as shipped: then changed, say, to a
     monkeypatch.setattr(fx_traceback.NodeSource, "__init__", lambda self, *a, **k: None)
-    monkeypatch.setattr(provenance_sharing, "_installed", False)
+    monkeypatch.setattr(provenance_sharing.PATCH, "installed", False)
     assert provenance_sharing.install() is False
     assert fx_traceback.copy is copy
