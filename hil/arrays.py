@@ -38,7 +38,7 @@ def save_check_arrays(path: Path, **groups: Sequence[Any]) -> Path:
     for group, values in groups.items():
         for i, value in enumerate(values):
             arrays[f"{group}{i}"] = (
-                value.detach().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+                to_array(value) if isinstance(value, torch.Tensor) else np.asarray(value)
             )
     np.savez(path, **arrays)  # uncompressed: model tensors barely compress, and 8x faster
     return path.resolve()

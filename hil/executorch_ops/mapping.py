@@ -20,7 +20,8 @@ the config the test set with `quantizer.set_global(...)` (which wins, as in thei
 activation config), 4-bit weights (a8w4: a weight config of range [-7, 7]), per-tensor weights,
 symmetric input/output quantization. Each is a recipe option, so each is its own artifact and
 verdict. What a recipe cannot honour (4-bit weights off Ethos-U, a 32-bit activation config,
-bf16 or fp8 programs) is a skip that names it.
+fp8 programs) is a skip that names it. A float program is judged in its own float type
+(float32, float16, bfloat16: the inputs'), whatever `tosa_extensions` allow.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+import torch
 
 from hil.devices import DeviceSpec, RecipeSpec
 from hil.executorch_ops.calls import PipelineCall
@@ -45,7 +48,10 @@ NOT_ANSWERED = {
 NPU_FAMILY = {"EthosU55PipelineINT": "ethos-u55", "EthosU85PipelineINT": "ethos-u85"}
 NPU_DEVICES = {"ethos-u55": "Ethos-U55 (u55-ref, fvp-u55)",
                "ethos-u85": "Ethos-U85 (u85-ref, fvp-u85)"}  # fmt: skip
-FLOAT_EXTENSIONS = ("bf16", "fp16", "fp8e4m3", "fp8e5m2")
+FLOAT_LABELS = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+                torch.float8_e4m3fn: "fp8e4m3", torch.float8_e5m2: "fp8e5m2"}  # fmt: skip
+# the float types ExecuTorch's portable kernels compute in (float8 has no kernel)
+FLOAT_TYPES_RUN = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 
 def numerics(pipeline: str, options: dict[str, Any] | None = None) -> str:
@@ -138,12 +144,8 @@ def _per_channel(config: Any) -> bool | None:
 def variant_of(call: PipelineCall, recipe: str) -> Variant:
     """The variant `call` asks of `recipe`."""
     extensions = [str(e) for e in call.option("tosa_extensions") or ()]
-    floats = [e for e in extensions if e in FLOAT_EXTENSIONS]
     if recipe in FLOAT_RECIPES:
-        if floats:
-            return Variant(f"fp32+{floats[0]}", unsupported=f"tosa_extensions {floats}: hil's "
-                           f"{recipe} recipe exports float32 programs only")
-        return Variant("fp32")
+        return _float_variant(call, recipe)
     config = call.global_config
     a16 = bool(call.option("a16w8_quantization")) or "int16" in extensions
     per_channel = bool(call.option("per_channel_quantization", True))
@@ -178,6 +180,37 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
     if a16 and four_bit:
         return Variant(label, unsupported="16-bit activations with 4-bit weights")
     return Variant(label, options)
+
+
+def _float_variant(call: PipelineCall, recipe: str) -> Variant:
+    """A float program is in its inputs' (or else its weights') float type. Their
+    `tosa_extensions` (bf16, fp8...) only allow a type in the TOSA lowering: test_add lists
+    bf16 for its float32, float16 and bfloat16 rows alike, and each row is its own program."""
+    dtype = program_float_type(call)
+    label = FLOAT_LABELS.get(dtype, str(dtype).removeprefix("torch."))
+    if dtype in FLOAT_TYPES_RUN:
+        return Variant(label)
+    return Variant(label, unsupported=f"{label} inputs: ExecuTorch's portable and XNNPACK "
+                   f"kernels have no {label} arithmetic, so hil's {recipe} recipe cannot run it")
+
+
+def program_float_type(call: PipelineCall) -> Any:
+    """The torch float type of the test's program: its first float input's, else its first
+    float weight's, else float32 (a program of integer inputs and no weights)."""
+    tensors = _tensors(call.inputs)
+    parameters = getattr(call.module, "parameters", None)
+    if callable(parameters):
+        tensors += list(parameters())
+    return next((t.dtype for t in tensors if t.is_floating_point()), torch.float32)
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in a test's inputs, nested ones included (cat takes a tuple of them)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _tensors(item)]
+    return []
 
 
 def their_cpu(call: PipelineCall) -> str | None:

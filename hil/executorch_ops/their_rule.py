@@ -55,15 +55,28 @@ def their_verdict(call: PipelineCall, numerics: str, arrays: Path | None,
         limit = atol + qtol * (float(step) if step is not None else 0.0)
         if out.shape != ref.shape:
             return TheirVerdict(False, f"output {i}: shape {out.shape} against {ref.shape}")
-        error = np.abs(out.astype(np.float64) - ref.astype(np.float64))
-        allowed = limit + rtol * np.abs(ref.astype(np.float64))
-        excess = float(np.max(error - allowed)) if error.size else 0.0
+        excess_each, error = _excess(out, ref, limit, rtol)
+        excess = float(np.max(excess_each)) if excess_each.size else 0.0
         if excess > worst or not worst_at:
             worst, worst_at = excess, f"output {i}: max |error| {float(error.max(initial=0)):.4g}"\
                 f" against atol {limit:.4g} + rtol {rtol:g}*|{reference_name}|"
     passed = worst <= 0.0
     return TheirVerdict(passed, f"allclose vs {reference_name} (atol {atol:g} + qtol {qtol:g}"
                         f" x scale, rtol {rtol:g}): {worst_at}")
+
+
+def _excess(out: np.ndarray[Any, Any], ref: np.ndarray[Any, Any], atol: float, rtol: float
+            ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:  # fmt: skip
+    """Each element's error beyond torch.isclose's allowance, and its error. As in torch, equal
+    values are close (infinities of one sign included) and a non-finite value is close to
+    nothing else (NaN to nothing)."""
+    out64, ref64 = out.astype(np.float64), ref.astype(np.float64)
+    same = out64 == ref64
+    finite = np.isfinite(out64) & np.isfinite(ref64)
+    with np.errstate(invalid="ignore"):
+        error = np.where(same, 0.0, np.abs(out64 - ref64))
+        beyond = error - (atol + rtol * np.abs(ref64))
+    return np.where(same, 0.0, np.where(finite, beyond, np.inf)), np.nan_to_num(error, nan=np.inf)
 
 
 def _indexed(stored: Any, prefix: str) -> tuple[np.ndarray[Any, Any], ...]:

@@ -88,9 +88,14 @@ def run_reference(module: Callable[..., Any], inputs: Inputs, *, copy: bool = Tr
                   ) -> tuple[Array, ...]:  # fmt: skip
     """Outputs of a PyTorch callable as numpy arrays in their dtypes (nested outputs flattened);
     it runs on copies of the inputs unless `copy` is False (the caller's own copies)."""
+    return tuple(to_array(t) for t in reference_tensors(module, inputs, copy=copy))
+
+
+def reference_tensors(module: Callable[..., Any], inputs: Inputs, *, copy: bool = True
+                      ) -> list[torch.Tensor]:  # fmt: skip
+    """Outputs of a PyTorch callable as tensors (nested outputs flattened)."""
     with torch.no_grad():
-        result = module(*(fresh(inputs) if copy else inputs))
-    return tuple(to_array(t) for t in flatten_outputs(result))
+        return flatten_outputs(module(*(fresh(inputs) if copy else inputs)))
 
 
 def flatten_outputs(result: Any) -> list[torch.Tensor]:

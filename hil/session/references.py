@@ -21,7 +21,7 @@ from hil.devices import TimingPolicy
 from hil.errors import ArtifactMissing, ExportError
 from hil.progress import Progress, heartbeat
 from hil.recipes import Recipe, export_speedup
-from hil.recipes.lowering import run_reference
+from hil.recipes.lowering import reference_tensors
 from hil.threads import one_thread
 from hil.timing import timed_runs
 from hil.verdict.budgets import LatencyStats, latency_stats
@@ -73,11 +73,14 @@ class References:
             import torch
 
             args = fresh(built.inputs)
-            outputs = run_reference(built.module, args, copy=False)
+            tensors = reference_tensors(built.module, args, copy=False)
             written = tuple(to_array(a) for a in args
                             if isinstance(a, torch.Tensor) and a._version > 0)  # fmt: skip
-            self._eager[name] = Reference(outputs, time_eager(built, EAGER_SHOWN_POLICY),
-                                          written=written)  # fmt: skip
+            bf16 = frozenset(i for i, t in enumerate(tensors) if t.dtype == torch.bfloat16)
+            self._eager[name] = Reference(
+                tuple(to_array(t) for t in tensors), time_eager(built, EAGER_SHOWN_POLICY),
+                written=written, bf16_outputs=bf16,
+            )  # fmt: skip
         return self._eager[name]
 
     def artifact(self, built: BuiltCase, recipe: Recipe, *, export: bool = True) -> Artifact:

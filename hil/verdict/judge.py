@@ -55,6 +55,9 @@ class Reference:
     # The inputs the model wrote into (`x += y`), as eager left them, in input order: a
     # program returns those writes first among its outputs where its lowering keeps them.
     written: tuple[Array, ...] = ()
+    # The outputs eager gave in bfloat16, which the arrays hold as float32 (numpy has no bf16):
+    # each is judged in bf16's precision.
+    bf16_outputs: frozenset[int] = frozenset()
 
 
 def program_facts(recipe: Recipe, artifact: Artifact) -> outputs.ProgramFacts:
@@ -94,7 +97,8 @@ def judge(
     target = (
         [not_judged(Question.TARGET, "outputs", seen.not_the_model)]
         if seen.not_the_model
-        else outputs.target_checks(reference.outputs, seen.outputs, facts, rules)
+        else outputs.target_checks(reference.outputs, seen.outputs, facts, rules,
+                                   reference.bf16_outputs)
     )
     checks: list[Check] = [
         *target,

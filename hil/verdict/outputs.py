@@ -78,15 +78,17 @@ def _is_float(array: Array) -> bool:
 
 
 def target_checks(
-    eager: Sequence[Array], outputs: Sequence[Array], facts: ProgramFacts, rules: CaseRules
+    eager: Sequence[Array], outputs: Sequence[Array], facts: ProgramFacts, rules: CaseRules,
+    bf16_outputs: frozenset[int] = frozenset(),
 ) -> list[Check]:
-    """Is the target right? One check per output (plus labelled accuracy for float programs)."""
+    """Is the target right? One check per output (plus labelled accuracy for float programs).
+    `bf16_outputs`: the outputs eager gave in bfloat16 (held as float32: numpy has no bf16)."""
     problems = structure_problems(eager, outputs)
     if problems:
         return [failed(Question.TARGET, "outputs", "; ".join(problems))]
     if not facts.quantized:
         checks = [
-            _float_check(i, e, o, rules, EAGER)
+            _float_check(i, e, o, rules, EAGER, "bf16" if i in bf16_outputs else None)
             for i, (e, o) in enumerate(zip(eager, outputs, strict=True))
         ]
         if rules.labels is not None and rules.max_accuracy_drop is not None:
@@ -109,9 +111,11 @@ def target_checks(
     ]
 
 
-def _float_check(index: int, ref: Array, out: Array, rules: CaseRules, against: str) -> Check:
+def _float_check(index: int, ref: Array, out: Array, rules: CaseRules, against: str,
+                 precision: str | None = None) -> Check:  # fmt: skip
     metrics = measure(ref, out)
-    tolerance = tolerances.float_target(metrics.peak, ref.dtype == np.float16, rules.override)
+    precision = precision or ("fp16" if ref.dtype == np.float16 else "fp32")
+    tolerance = tolerances.float_target(metrics.peak, precision, rules.override)
     observed = _observed(metrics)
     limits = list(tolerance.limits)
     if rules.classifier and index == 0 and _is_float(ref):

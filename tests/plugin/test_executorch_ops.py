@@ -118,6 +118,24 @@ def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
         r["category"] == "pass" for r in rows)  # shown beside a failure's details
 
 
+def test_the_wheels_float_add_rows_are_judged_in_their_own_float_types(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    """test_add's TosaPipelineFP lists tosa_extensions=["bf16"] for its float32, float16 and
+    bfloat16 rows alike: each row is judged on host in its inputs' type (bf16 in bf16 ulps)."""
+    result = run(pytester, shared_cache, str(wheel_ops() / "test_add.py"), "--target=host",
+                 "-k", "test_add_tensor_tosa_FP and not FP_")  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and "skipped" not in outcomes, result.stdout.str()[-3000:]
+    judged = [r for r in records(pytester) if "executorch" in r]
+    variants = {r["executorch"]["variant"] for r in judged}  # type: ignore[index]
+    assert variants == {"fp32", "fp16", "bf16"}
+    assert all(r["verdict"] == "PASS" for r in judged)
+    bf16 = [c["basis"] for r in judged if r["executorch"]["variant"] == "bf16"  # type: ignore[index]
+            for c in r["checks"] if c["question"] == "target"]  # type: ignore[attr-defined]
+    assert bf16 and all(b.startswith("bf16: 4 ulps") for b in bf16)
+
+
 def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
     pytester: pytest.Pytester, shared_cache: Path
 ) -> None:

@@ -75,6 +75,25 @@ def test_variants_come_from_their_options_and_the_config_they_set() -> None:
     assert io.options["symmetric_io"] is True and io.label == "int8 symmetric-io"
 
 
+def test_a_float_program_is_judged_in_its_own_float_type() -> None:
+    """test_add lists bf16 in tosa_extensions for its float32, float16 and bfloat16 rows: the
+    extension allows a type, the row's inputs (else its weights) make the program's."""
+    def variant(*inputs: torch.Tensor, module: Any = None) -> mapping.Variant:
+        recorded = call("TosaPipelineFP", tosa_extensions=["bf16"])
+        recorded.inputs, recorded.module = inputs, module or torch.nn.ReLU()
+        return mapping.variant_of(recorded, "portable")
+
+    assert variant(torch.ones(2)) == mapping.Variant("fp32")
+    nested: Any = ((torch.ones(2, dtype=torch.float16), torch.ones(2, dtype=torch.float16)), 0)
+    assert variant(*nested) == mapping.Variant("fp16")  # cat's tuple of tensors
+    assert variant(torch.ones(2, dtype=torch.float16)) == mapping.Variant("fp16")
+    assert variant(torch.ones(2, dtype=torch.bfloat16)).label == "bf16"
+    weights_only = variant(torch.ones(2, dtype=torch.int32),
+                           module=torch.nn.Linear(2, 2).to(torch.bfloat16))  # fmt: skip
+    assert weights_only == mapping.Variant("bf16")
+    assert variant(torch.ones(2, dtype=torch.int32)) == mapping.Variant("fp32")
+
+
 def test_what_a_recipe_cannot_honour_is_named() -> None:
     from executorch.backends.arm.quantizer.arm_quantizer import (
         get_symmetric_a16w8_quantization_config,
@@ -86,8 +105,10 @@ def test_what_a_recipe_cannot_honour_is_named() -> None:
     on_m55 = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a16w8_quantization_config()),
                                 "cortex-m")  # fmt: skip
     assert on_m55.options == {"int16_activations": True}
-    bf16 = mapping.variant_of(call("TosaPipelineFP", tosa_extensions=["bf16"]), "portable")
-    assert bf16.unsupported and "bf16" in bf16.unsupported
+    fp8 = call("TosaPipelineFP", tosa_extensions=["fp8e4m3"])
+    fp8.inputs = (torch.zeros(2).to(torch.float8_e4m3fn),)
+    refused = mapping.variant_of(fp8, "portable")
+    assert refused.label == "fp8e4m3" and "fp8e4m3 inputs" in (refused.unsupported or "")
     int32 = SimpleNamespace(input_activation=SimpleNamespace(dtype=torch.int32), weight=None)
     assert "32-bit activation config" in (mapping.variant_of(call("TosaPipelineINT", int32),
                                                              "ethos-u").unsupported or "")
@@ -129,6 +150,22 @@ def test_their_rule_is_allclose_with_qtol_steps(tmp_path: Path) -> None:
     assert one_step.passed is True  # 0.1 off: within atol + 1 x 0.1 + rtol
     strict = call("TosaPipelineINT", qtol=0)
     assert their_rule.their_verdict(strict, "int", arrays, artifact).passed is False
+
+
+def test_their_rule_takes_non_finite_values_as_torch_isclose_does(tmp_path: Path) -> None:
+    """Equal infinities are close (an fp16 sum that overflows on both sides), an infinity
+    against a finite value or any NaN is not."""
+    artifact: Any = SimpleNamespace(output_scales=())
+
+    def verdict(out: list[float], ref: list[float]) -> bool | None:
+        arrays = tmp_path / "a.npz"
+        np.savez(arrays, output0=np.array(out, np.float16), reference0=np.array(ref, np.float16))
+        return their_rule.their_verdict(call("TosaPipelineFP"), "fp", arrays, artifact).passed
+
+    assert verdict([np.inf, 1.0], [np.inf, 1.0]) is True
+    assert verdict([np.inf, 1.0], [-np.inf, 1.0]) is False
+    assert verdict([6e4, 1.0], [np.inf, 1.0]) is False
+    assert verdict([np.nan, 1.0], [np.nan, 1.0]) is False
 
 
 def test_the_cortex_m_harness_is_recorded_as_one_check() -> None:

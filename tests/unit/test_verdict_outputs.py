@@ -115,6 +115,24 @@ def test_a_float_program_is_held_tightly_to_eager() -> None:
     assert check.status is Status.FAIL and check.reference == "eager PyTorch"
 
 
+def test_a_bfloat16_output_is_judged_in_bfloat16_ulps_and_no_looser() -> None:
+    """numpy holds eager's bf16 outputs as float32; the reference names them, and each is held
+    to 4 bf16 ulps at its peak: one ulp passes, a 3 % gain error (over 4 ulps at the peak)
+    fails, and the same one-ulp output is a failure when judged as float32."""
+    import torch
+
+    facts = ProgramFacts("fp32", False)
+    eager = torch.from_numpy(EAGER[0]).bfloat16()
+    as_float = (eager.float().numpy(),)
+    one_ulp = ((eager.float() + eager.float().abs() * 2**-7).bfloat16().float().numpy(),)
+    passed = only(target_checks(as_float, one_ulp, facts, CaseRules(), frozenset({0})))
+    assert passed.status is Status.PASS and passed.basis.startswith("bf16: 4 ulps")
+    assert only(target_checks(as_float, one_ulp, facts, CaseRules())).status is Status.FAIL
+    gain = ((eager.float() * 1.03).bfloat16().float().numpy(),)
+    assert only(target_checks(as_float, gain, facts, CaseRules(), frozenset({0}))).status is \
+        Status.FAIL
+
+
 def test_an_int8_recipe_that_quantized_nothing_is_judged_as_float() -> None:
     facts = ProgramFacts("int8", False, (None,), None)
     check = only(target_checks(EAGER, (EAGER[0] * 1.001,), facts, CaseRules()))
