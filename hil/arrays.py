@@ -11,17 +11,18 @@ import numpy.typing as npt
 import torch
 
 Array = npt.NDArray[Any]
+WIDENED = (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)  # held as float32
 
 
 def to_array(value: Any) -> Array:
     """An output (tensor, numpy array, list) as an owned numpy array of the same dtype.
 
     The dtype is kept so a target that returns float where eager returns int32 is caught;
-    only bfloat16, which numpy lacks, becomes float32.
+    only bfloat16 and float8, which numpy lacks, become float32 (exactly).
     """
     if isinstance(value, torch.Tensor):
         tensor = value.detach()
-        if tensor.dtype == torch.bfloat16:
+        if tensor.dtype in WIDENED:
             tensor = tensor.float()
         return tensor.numpy().copy()
     return np.array(value, copy=True)

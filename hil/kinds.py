@@ -30,6 +30,7 @@ class Hardware(enum.StrEnum):
 class TargetKind(enum.StrEnum):
     HOST = "host"
     ETHOS_U_REF = "ethos_u_ref"
+    TOSA_REF = "tosa_ref"
     CORTEX_M_REF = "cortex_m_ref"
     SERIAL = "serial"
     SSH = "ssh"

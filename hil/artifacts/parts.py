@@ -43,6 +43,16 @@ class DelegatePart:
 
 
 @dataclass(frozen=True)
+class TosaGraphPart:
+    """A delegate whose TOSA graph is kept beside the .pte (<folder>/out.tosa): every recipe
+    that lowers through ExecuTorch's Arm TOSA backend (ethos-u, tosa-fp) keeps one."""
+
+    name: str
+    folder: str  # relative to the artifact folder
+    tosa_sha256: str
+
+
+@dataclass(frozen=True)
 class EthosUPart:
     """What the ethos-u recipe compiled for: the NPU, its MAC rate, the delegates, Vela's total."""
 
@@ -68,6 +78,8 @@ class ArtifactParts:
     partition: PartitionReport | None = None
     ethos_u: EthosUPart | None = None
     cortex_m: CortexMPart | None = None
+    tosa_spec: str | None = None  # the TOSA specification an Arm lowering targeted
+    tosa_graphs: tuple[TosaGraphPart, ...] = ()
 
     @classmethod
     def from_details(cls, details: Mapping[str, Any]) -> ArtifactParts:
@@ -77,7 +89,16 @@ class ArtifactParts:
             partition=PartitionReport.from_dict(partition) if partition else None,
             ethos_u=_ethos_u(details) if "accelerator_config" in details else None,
             cortex_m=_cortex_m(details) if details.get("cortex_m") else None,
+            tosa_spec=str(details["tosa_spec"]) if details.get("tosa_spec") else None,
+            tosa_graphs=_tosa_graphs(details) if details.get("tosa_spec") else (),
         )
+
+
+def _tosa_graphs(details: Mapping[str, Any]) -> tuple[TosaGraphPart, ...]:
+    return tuple(
+        TosaGraphPart(str(d["name"]), str(d["folder"]), str(d["tosa_sha256"]))
+        for d in details.get("delegates", ()) if "tosa_sha256" in d
+    )
 
 
 def _vela(data: Any) -> VelaSummary | None:

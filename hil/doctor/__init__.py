@@ -42,6 +42,7 @@ CHECKS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "serial": ("hil.doctor.checks:check_serial",),
         "host": ("hil.doctor.checks:check_executorch",),
         "ethos_u_ref": ("hil.doctor.checks:check_executorch", "hil.doctor.checks:check_tosa"),
+        "tosa_ref": ("hil.doctor.checks:check_executorch", "hil.doctor.checks:check_tosa"),
         "cortex_m_ref": ("hil.doctor.checks:check_executorch",),
         "ssh": ("hil.doctor.ssh:check_ssh",),
     }

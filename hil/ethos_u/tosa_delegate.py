@@ -40,7 +40,16 @@ DTYPES: Mapping[str, torch.dtype] = {
         torch.float16,
         torch.bfloat16,
         torch.float32,
+        torch.float8_e4m3fn,
+        torch.float8_e5m2,
     )
+}
+# numpy has no bfloat16 or float8: their bits travel to and from the reference model as
+# unsigned integers of the same width (the reference model takes the type from the graph)
+RAW_BITS: Mapping[torch.dtype, tuple[torch.dtype, Any]] = {
+    torch.bfloat16: (torch.uint16, np.uint16),
+    torch.float8_e4m3fn: (torch.uint8, np.uint8),
+    torch.float8_e5m2: (torch.uint8, np.uint8),
 }
 
 
@@ -95,13 +104,21 @@ def to_tosa_layout(tensor: torch.Tensor) -> np.ndarray[Any, Any]:
     """A tensor as the TOSA graph sees it: permuted into its dim order (NHWC when channels-last)."""
     order = tensor.dim_order()
     data = tensor.detach().permute(order) if list(order) != sorted(order) else tensor.detach()
-    return np.ascontiguousarray(data.contiguous().numpy())
+    data = data.contiguous()
+    if data.dtype in RAW_BITS:
+        data = data.view(RAW_BITS[data.dtype][0])
+    return np.ascontiguousarray(data.numpy())
 
 
 def from_tosa_layout(array: np.ndarray[Any, Any], spec: TensorSpec) -> torch.Tensor:
     """A TOSA output back in PyTorch's logical shape (undoing the dim-order permutation)."""
     physical = [spec.shape[i] for i in spec.dim_order]
-    tensor = torch.from_numpy(np.array(array, copy=True)).reshape(physical)
+    dtype = DTYPES[spec.dtype]
+    values = np.array(array, copy=True)
+    if dtype in RAW_BITS and values.dtype.kind in "uV":  # the type's bits (void: no numpy type)
+        tensor = torch.from_numpy(values.view(RAW_BITS[dtype][1])).view(dtype).reshape(physical)
+    else:
+        tensor = torch.from_numpy(values).reshape(physical)
     if list(spec.dim_order) == sorted(spec.dim_order):
         return tensor.to(DTYPES[spec.dtype])
     inverse = [spec.dim_order.index(i) for i in range(len(spec.dim_order))]

@@ -2,7 +2,9 @@
 
     TosaPipelineINT       a target's int8 recipe: ethos-u (u55-ref, u85-ref, the FVPs), cortex-m
                           (cortex-m55-ref, qemu-m55, boards), xnnpack-int8 (host, vboard, Pis)
-    TosaPipelineFP        a target's float recipes: portable and xnnpack-fp32
+    TosaPipelineFP        a target's float recipes: tosa-fp (tosa-fp-ref: their own lowering,
+                          in the TOSA reference model, with the test's tosa_extensions),
+                          portable and xnnpack-fp32 (host, vboard, Pis)
     EthosU55PipelineINT   the ethos-u recipe of a device with an Ethos-U55 (u55-ref, fvp-u55)
     EthosU85PipelineINT   the ethos-u recipe of a device with an Ethos-U85 (u85-ref, fvp-u85)
     OpNotSupportedPipeline  an Arm partition (ethos-u); its assertion is the partition (for
@@ -37,7 +39,7 @@ from hil.executorch_ops.calls import PipelineCall
 from hil.verdict.tolerances import ToleranceOverride
 
 INT_RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8")
-FLOAT_RECIPES = ("portable", "xnnpack-fp32")
+FLOAT_RECIPES = ("tosa-fp", "portable", "xnnpack-fp32")
 NOT_ANSWERED = {
     "EthosU65PipelineINT": "hil has no Ethos-U65 target",
     "VgfPipeline": "hil has no VGF (Vulkan) target",
@@ -107,8 +109,9 @@ def fit_reason(pipeline: str, targets: list[str]) -> str:
     if pipeline == "OpNotSupportedPipeline":
         return (f"{pipeline} asserts an Arm partition: give an Ethos-U target, not "
                 f"{', '.join(targets)}")
-    kind = "a float" if numerics(pipeline) == "fp" else "an int8"
-    return f"{pipeline} needs {kind} recipe, which {', '.join(targets)} do not have"
+    kind = ("a float recipe (tosa-fp-ref, host, ...)" if numerics(pipeline) == "fp"
+            else "an int8 recipe")  # fmt: skip
+    return f"{pipeline} needs {kind}, which {', '.join(targets)} do not have"
 
 
 @dataclass(frozen=True)
@@ -185,9 +188,14 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
 def _float_variant(call: PipelineCall, recipe: str) -> Variant:
     """A float program is in its inputs' (or else its weights') float type. Their
     `tosa_extensions` (bf16, fp8...) only allow a type in the TOSA lowering: test_add lists
-    bf16 for its float32, float16 and bfloat16 rows alike, and each row is its own program."""
+    bf16 for its float32, float16 and bfloat16 rows alike, and each row is its own program.
+    The tosa-fp recipe lowers for the test's own TOSA specification (version, extensions)."""
     dtype = program_float_type(call)
     label = FLOAT_LABELS.get(dtype, str(dtype).removeprefix("torch."))
+    if recipe == "tosa-fp":
+        extensions = sorted({str(e) for e in call.option("tosa_extensions") or ()})
+        version = str(call.option("tosa_version") or "1.0")
+        return Variant(label, {"version": version, "extensions": extensions})
     if dtype in FLOAT_TYPES_RUN:
         return Variant(label)
     return Variant(label, unsupported=f"{label} inputs: ExecuTorch's portable and XNNPACK "

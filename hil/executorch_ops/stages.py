@@ -6,15 +6,16 @@ must stay on the CPU, `count_tosa_ops` (the TOSA operators the delegate holds). 
 them from the artifact it made:
 
     check_count / check_not after lowering   the partition report: delegates, CPU operators
-    count_tosa_ops                           the delegates' TOSA graphs (ethos-u recipe)
+    count_tosa_ops                           the delegates' TOSA graphs (ethos-u, tosa-fp)
     check after export, check_dtype_count, anything else
                                              not kept by hil: reported as not checked
 
 An assertion is judged (it can fail the case) only where hil's lowering is the one they
-assert on: an Arm partition (ethos-u recipe) for the TOSA, Ethos-U and OpNotSupported
-pipelines. The TOSA pipelines lower for the generic TOSA-1.0 profile and hil for the NPU's
-profile, so TOSA operator counts may differ for good reason: those are reported, never a
-failure. Elsewhere (XNNPACK, portable, cortex-m) an Arm assertion has no meaning: reported.
+assert on: an Arm partition (ethos-u, tosa-fp) for the TOSA, Ethos-U and OpNotSupported
+pipelines. Their TosaPipelineINT lowers for the generic TOSA-1.0 INT profile and hil's ethos-u
+recipe for the NPU's, so TOSA operator counts may differ for good reason: those are reported,
+never a failure. The tosa-fp recipe lowers for the test's own TOSA FP specification: its
+counts are judged. Elsewhere (XNNPACK, portable) an Arm assertion has no meaning: reported.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from hil.executorch_ops.calls import AFTER_LOWERING, StageAssertion
 PREFIXES = ("executorch_exir_dialects_edge__ops_", "torch.ops.", "torch_ops_")
 DELEGATE = "higher_order_executorch_call_delegate"
 JUDGED, FAILED, REPORTED = "judged", "failed", "reported"
-ARM_LOWERINGS = ("ethos-u", "cortex-m")  # Arm's own partitions and passes: their checks apply
+# Arm's own partitions and passes: their checks apply
+ARM_LOWERINGS = ("ethos-u", "cortex-m", "tosa-fp")
 
 
 @dataclass(frozen=True)
@@ -119,14 +121,13 @@ def _partition(assertion: StageAssertion, counts: Mapping[str, int]) -> StageRes
 
 def _tosa_counts(assertion: StageAssertion, artifact: Artifact, arm: bool,
                  pipeline: str) -> StageResult:  # fmt: skip
-    if not arm:
-        return StageResult(assertion, REPORTED, note="no TOSA graph: not an Arm lowering")
+    if not arm or artifact.parts.tosa_spec is None:
+        return StageResult(assertion, REPORTED, note="no TOSA graph: not a TOSA lowering")
     from hil.explore.tosa_graph import read_tosa
 
     counts: dict[str, int] = {}
-    ethos_u = artifact.parts.ethos_u
     try:
-        for part in ethos_u.delegates if ethos_u is not None else ():
+        for part in artifact.parts.tosa_graphs:
             for op in read_tosa(artifact.folder / part.folder / "out.tosa").ops:
                 counts[op.op] = counts.get(op.op, 0) + 1
     except HilError as e:
@@ -136,8 +137,9 @@ def _tosa_counts(assertion: StageAssertion, artifact: Artifact, arm: bool,
     differs = {op: (n, found[op]) for op, n in expected.items() if found[op] != n}
     if not differs:
         return StageResult(assertion, JUDGED, found)
-    note = "; ".join(f"{op}: they count {n}, hil's NPU lowering has {m}"
+    note = "; ".join(f"{op}: they count {n}, hil's lowering has {m}"
                      for op, (n, m) in differs.items())  # fmt: skip
-    if pipeline.startswith("Tosa"):  # the generic TOSA profile against the NPU's: reported
+    if pipeline.startswith("Tosa") and artifact.parts.ethos_u is not None:
+        # the generic TOSA profile against the NPU's: reported
         return StageResult(assertion, REPORTED, found, note + " (TOSA-1.0 profile vs the NPU's)")
     return StageResult(assertion, FAILED, found, note)

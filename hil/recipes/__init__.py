@@ -11,6 +11,7 @@ from hil.recipes.base import ExportProduct, Recipe
 from hil.recipes.cortex_m import CortexMRecipe
 from hil.recipes.ethos_u import EthosURecipe
 from hil.recipes.portable import PortableRecipe
+from hil.recipes.tosa import TosaFpRecipe
 from hil.recipes.xnnpack import XnnpackFp32Recipe, XnnpackInt8Recipe
 
 RECIPES: Mapping[str, type[Recipe]] = {
@@ -21,6 +22,7 @@ RECIPES: Mapping[str, type[Recipe]] = {
         XnnpackInt8Recipe,
         EthosURecipe,
         CortexMRecipe,
+        TosaFpRecipe,
     )
 }
 

@@ -109,7 +109,8 @@ def missing_cpu_kernels(pte: bytes) -> tuple[str, ...]:
     )
 
 
-def partition_report(edge_program: Any, partitioner: Any, pte_bytes: int) -> PartitionReport:
+def partition_report(edge_program: Any, partitioner: Any, pte_bytes: int,
+                     backend: str = "Ethos-U") -> PartitionReport:  # fmt: skip
     accelerated: Counter[str] = Counter()
     accelerated_macs = 0
     for lowered in lowered_modules(edge_program):
@@ -128,7 +129,7 @@ def partition_report(edge_program: Any, partitioner: Any, pte_bytes: int) -> Par
         for op, group in grouped.items()
     )
     return PartitionReport(
-        backend="Ethos-U",
+        backend=backend,
         delegates=len(lowered_modules(edge_program)),
         accelerated=dict(sorted(accelerated.items())),
         fallbacks=fallbacks,

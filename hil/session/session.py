@@ -208,7 +208,7 @@ class Session:
         budget = budget_for(case, spec, recipe_obj.name)
         policy = case.timing or spec.latency.policy
         windows = 1
-        if budget is not None and budget.kind is BudgetKind.VS_EAGER:
+        if budget is not None and budget.kind is BudgetKind.VS_EAGER and not reference.unavailable:
             timed = run_beside_eager(lambda: device.run(deployment, built.inputs, policy),
                                      lambda: time_eager(built), budget)  # fmt: skip
             run, windows = timed.run, timed.windows

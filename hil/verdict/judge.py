@@ -58,6 +58,8 @@ class Reference:
     # The outputs eager gave in bfloat16, which the arrays hold as float32 (numpy has no bf16):
     # each is judged in bf16's precision.
     bf16_outputs: frozenset[int] = frozenset()
+    # Why eager could not run the model (no outputs, no latency): nothing is compared with it.
+    unavailable: str = ""
 
 
 def program_facts(recipe: Recipe, artifact: Artifact) -> outputs.ProgramFacts:
@@ -94,17 +96,23 @@ def judge(
     report = artifact.parts.partition
     latency = budgets.latency_stats(seen.timings_us, seen.timing)
     budget = budgets.budget_for(case, spec, recipe.name)
+    unjudged = seen.not_the_model or reference.unavailable
     target = (
-        [not_judged(Question.TARGET, "outputs", seen.not_the_model)]
-        if seen.not_the_model
+        [not_judged(Question.TARGET, "outputs", unjudged)]
+        if unjudged
         else outputs.target_checks(reference.outputs, seen.outputs, facts, rules,
                                    reference.bf16_outputs)
+    )
+    quantization = (
+        [not_judged(Question.QUANTIZATION, "outputs", reference.unavailable)]
+        if reference.unavailable and facts.quantized
+        else outputs.quantization_checks(reference.outputs, facts, rules)
     )
     checks: list[Check] = [
         *target,
         *_kernel_checks(report, case.missing_kernels, seen.device_kernels),
         *_partition_checks(report, case.expected_fallback_for(spec.name, recipe.name)),
-        *outputs.quantization_checks(reference.outputs, facts, rules),
+        *quantization,
     ]
     latency_check = budgets.latency_check(budget, latency, reference.beside, seen.timing_windows)
     if latency_check is not None:

@@ -122,18 +122,40 @@ def test_the_wheels_float_add_rows_are_judged_in_their_own_float_types(
     pytester: pytest.Pytester, shared_cache: Path
 ) -> None:
     """test_add's TosaPipelineFP lists tosa_extensions=["bf16"] for its float32, float16 and
-    bfloat16 rows alike: each row is judged on host in its inputs' type (bf16 in bf16 ulps)."""
+    bfloat16 rows alike: each row is judged in its inputs' type (bf16 in bf16 ulps), on host
+    and on tosa-fp-ref (their own TOSA-1.0+FP+bf16 lowering in the TOSA reference model)."""
     result = run(pytester, shared_cache, str(wheel_ops() / "test_add.py"), "--target=host",
-                 "-k", "test_add_tensor_tosa_FP and not FP_")  # fmt: skip
+                 "--target=tosa-fp-ref", "-k", "test_add_tensor_tosa_FP and not FP_")  # fmt: skip
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and "skipped" not in outcomes, result.stdout.str()[-3000:]
     judged = [r for r in records(pytester) if "executorch" in r]
     variants = {r["executorch"]["variant"] for r in judged}  # type: ignore[index]
     assert variants == {"fp32", "fp16", "bf16"}
     assert all(r["verdict"] == "PASS" for r in judged)
+    assert {r["recipe"] for r in judged} == {"portable", "xnnpack-fp32", "tosa-fp"}
+    on_tosa = [r for r in judged if r["target"] == "tosa-fp-ref"]
+    assert all(r["artifact"]["details"]["tosa_spec"] == "TOSA-1.0+FP+bf16"  # type: ignore[index]
+               for r in on_tosa)  # fmt: skip
     bf16 = [c["basis"] for r in judged if r["executorch"]["variant"] == "bf16"  # type: ignore[index]
             for c in r["checks"] if c["question"] == "target"]  # type: ignore[attr-defined]
     assert bf16 and all(b.startswith("bf16: 4 ulps") for b in bf16)
+
+
+def test_float8_rows_on_tosa_fp_ref_check_their_tosa_counts_and_say_what_eager_cannot(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    """test_conv2d's float8 rows: their TOSA operator counts are judged on hil's lowering (the
+    test's own TOSA specification); torch has no float8 convolution, so the outputs are NOT
+    JUDGED, saying so (their test compares nothing either)."""
+    result = run(pytester, shared_cache, str(wheel_ops() / "test_conv2d.py"),
+                 "--target=tosa-fp-ref", "-k", "tosa_FP_fp8")  # fmt: skip
+    result.assert_outcomes(skipped=2)
+    assert "eager PyTorch cannot run the model" in result.stdout.str()
+    counts = [a for r in records(pytester)
+              for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
+              if a["check"] == "count_tosa_ops"]  # fmt: skip
+    assert len(counts) == 2 and all(a["status"] == "judged" for a in counts)
+    assert all(a["found"] == {"CONV2D": 1, "CAST": 1} for a in counts)
 
 
 def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(

@@ -31,6 +31,9 @@ def test_each_pipeline_finds_its_recipes(repo_devices: DeviceRegistry) -> None:
     assert on("host", "TosaPipelineINT") == ["xnnpack-int8"]
     assert on("host", "TosaPipelineFP") == ["portable", "xnnpack-fp32"]
     assert on("u85-ref", "TosaPipelineFP") == []
+    assert on("tosa-fp-ref", "TosaPipelineFP") == ["tosa-fp"]
+    assert on("tosa-fp-ref", "TosaPipelineINT") == []
+    assert "tosa-fp-ref" in mapping.fit_reason("TosaPipelineFP", ["u85-ref"])
     assert on("u85-ref", "EthosU85PipelineINT") == ["ethos-u"]
     assert on("u85-ref", "EthosU55PipelineINT") == []
     assert on("fvp-u55", "EthosU55PipelineINT") == ["ethos-u"]
@@ -92,6 +95,11 @@ def test_a_float_program_is_judged_in_its_own_float_type() -> None:
                            module=torch.nn.Linear(2, 2).to(torch.bfloat16))  # fmt: skip
     assert weights_only == mapping.Variant("bf16")
     assert variant(torch.ones(2, dtype=torch.int32)) == mapping.Variant("fp32")
+    fp8 = call("TosaPipelineFP", tosa_extensions=["fp8e4m3", "bf16"], tosa_version="1.0")
+    fp8.inputs = (torch.zeros(2).to(torch.float8_e4m3fn),)
+    on_tosa = mapping.variant_of(fp8, "tosa-fp")  # their own TOSA specification, float8 too
+    assert on_tosa == mapping.Variant("fp8e4m3", {"version": "1.0",
+                                                  "extensions": ["bf16", "fp8e4m3"]})
 
 
 def test_what_a_recipe_cannot_honour_is_named() -> None:

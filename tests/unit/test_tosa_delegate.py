@@ -36,6 +36,19 @@ def test_channels_last_goes_to_nhwc_and_back() -> None:
     assert contiguous.shape == (1, 2, 3, 4)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2])
+def test_types_numpy_lacks_travel_as_their_bits(dtype: torch.dtype) -> None:
+    """bfloat16 and float8 reach the reference model as unsigned integers of their width and
+    come back (as such, or as numpy's void of that width) bit for bit."""
+    tensor = torch.linspace(-3, 3, 24).reshape(1, 2, 3, 4).to(dtype)
+    raw = to_tosa_layout(tensor.to(memory_format=torch.channels_last))
+    assert raw.dtype.kind == "u" and raw.dtype.itemsize == tensor.element_size()
+    spec = TensorSpec((1, 2, 3, 4), str(dtype).removeprefix("torch."), (0, 2, 3, 1))
+    for given in (raw, raw.view(f"V{raw.dtype.itemsize}")):
+        back = from_tosa_layout(given, spec)
+        assert back.dtype == dtype and torch.equal(back.view(torch.uint8), tensor.view(torch.uint8))
+
+
 def test_the_operator_refuses_to_run_outside_a_runner() -> None:
     with pytest.raises(TargetStateError, match="outside a TosaRunner"):
         OP("delegate_0", encode_outputs([SPEC]), [torch.zeros(1, dtype=torch.int8)])

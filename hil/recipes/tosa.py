@@ -1,0 +1,135 @@
+"""The tosa-fp recipe: ExecuTorch's Arm TOSA backend for a floating-point TOSA profile.
+
+This is the lowering ExecuTorch's `TosaPipelineFP` tests: TOSAPartitioner with a
+`TOSA-<version>+FP[+extension...]` compile spec, no quantizer. No device runs a TOSA delegate
+from a .pte; what the tosa_ref target runs is the delegate's own TOSA graph in Arm's TOSA
+reference model, with the rest of the program on the host's CPU, so the recipe keeps beside
+the .pte:
+
+    delegates/<name>/out.tosa   the delegate's TOSA graph (the TOSA backend's very output)
+    host_program.pt2            the rest of the program; delegate calls as hil::tosa_delegate
+
+Options: version ("1.0") and extensions (TOSA's: bf16, fp8e4m3, fp8e5m2, ...), each of which
+lets the lowering keep that type in the graph. A float program is in its inputs' own type
+either way; the extension only admits it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from hil.case import BuiltCase
+from hil.errors import UsageError
+from hil.recipes.arm_partition import lowered_modules, missing_cpu_kernels, partition_report
+from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.delegate_files import TOSA_FILE
+from hil.recipes.host_program import host_program, save_host_program
+from hil.recipes.lowering import export_program, exporter_step
+
+DELEGATES = "delegates"
+BACKEND = "TOSA"
+
+
+class TosaFpRecipe(Recipe):
+    name = "tosa-fp"
+    numerics = "fp32"
+    option_defaults = MappingProxyType({"version": "1.0", "extensions": ()})
+    helper_modules = (
+        "hil.recipes.lowering",
+        "hil.recipes.host_program",
+        "hil.recipes.host_module",
+        "hil.recipes.arm_partition",
+        "hil.ethos_u.tosa_delegate",
+        "hil.ethos_u.macs",
+        "hil.artifacts.partition",
+    )
+
+    def validate(self) -> None:
+        if not isinstance(self.options["version"], str):
+            raise UsageError(f"recipe {self.name}: option version must be a string, e.g. '1.0'")
+        extensions = self.options["extensions"]
+        if isinstance(extensions, str) or not all(isinstance(e, str) for e in extensions):
+            raise UsageError(f"recipe {self.name}: option extensions must be a list of strings",
+                             fix="e.g. extensions: [bf16]")  # fmt: skip
+
+    @property
+    def tosa_spec(self) -> str:
+        """The TOSA specification string, as ExecuTorch's TosaPipelineFP writes it."""
+        extensions = "".join(f"+{e}" for e in self.options["extensions"])
+        return f"TOSA-{self.options['version']}+FP{extensions}"
+
+    def compile_spec(self) -> Any:
+        from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec
+
+        try:
+            return TosaCompileSpec(self.tosa_spec)
+        except Exception as e:  # the specification parser's refusal
+            raise UsageError(
+                f"recipe {self.name}: {self.tosa_spec} is not a TOSA specification this "
+                f"ExecuTorch knows: {type(e).__name__}: {e}",
+                fix="set version and extensions to ones ExecuTorch's Arm backend accepts",
+            ) from e
+
+    def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
+        from executorch.backends.arm.tosa.partitioner import TOSAPartitioner
+        from executorch.exir import (
+            EdgeCompileConfig,
+            ExecutorchBackendConfig,
+            to_edge_transform_and_lower,
+        )
+
+        case = built.case.name
+        partitioner = TOSAPartitioner(self.compile_spec())
+        program = export_program(built)
+        # the edge config of ExecuTorch's Arm flow (no IR validity check), as in the ethos-u recipe
+        edge = exporter_step(
+            f"lowering for {self.tosa_spec}",
+            case,
+            lambda: to_edge_transform_and_lower(
+                program, partitioner=[partitioner],
+                compile_config=EdgeCompileConfig(_check_ir_validity=False),
+            ),
+        )  # fmt: skip
+        lowered_program = edge.exported_program()
+        lowered = lowered_modules(lowered_program)
+        names = [f"delegate_{i}" for i in range(len(lowered))]
+        for name, module in zip(names, lowered, strict=True):
+            folder = workdir / DELEGATES / name
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / TOSA_FILE).write_bytes(bytes(module.processed_bytes))
+        report = partition_report(lowered_program, partitioner, 0, backend=BACKEND)
+        save_host_program(host_program(lowered_program, lambda i, _: names[i]), workdir)
+        pte = exporter_step(
+            "serializing the program",
+            case,
+            lambda: bytes(
+                edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
+            ),
+        )
+        report = dataclasses.replace(
+            report, pte_bytes=len(pte), missing_kernels=missing_cpu_kernels(pte)
+        )
+        return ExportProduct(pte=pte, details=self._details(names, lowered, report, workdir))
+
+    def _details(self, names: Sequence[str], lowered: Sequence[Any], report: Any,
+                 workdir: Path) -> Mapping[str, Any]:  # fmt: skip
+        return {
+            "tosa_spec": self.tosa_spec,
+            "delegates": [
+                {
+                    "name": name,
+                    "folder": f"{DELEGATES}/{name}",
+                    "tosa_sha256": hashlib.sha256(
+                        (workdir / DELEGATES / name / TOSA_FILE).read_bytes()
+                    ).hexdigest(),
+                    "tosa_bytes": len(module.processed_bytes),
+                }
+                for name, module in zip(names, lowered, strict=True)
+            ],
+            "partition": report.to_dict(),
+        }

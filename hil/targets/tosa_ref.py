@@ -1,0 +1,167 @@
+"""A program's TOSA delegates run in Arm's TOSA reference model, the rest on this CPU.
+
+The recipes that lower through ExecuTorch's Arm backend (ethos-u, tosa-fp) keep, beside the
+.pte, each delegate's TOSA graph and the rest of the program as a torch.export file in which
+every delegate call is `hil::tosa_delegate` (hil.ethos_u.tosa_delegate). This target loads both
+and runs them: each delegate's graph in the reference model, which executes TOSA exactly as the
+specification defines it, and the CPU operators on PyTorch's kernels. Every run executes both
+afresh; a warm run only skips the export.
+
+The tosa_ref kind is that alone: the TOSA floating-point profile ExecuTorch's `TosaPipelineFP`
+lowers for (tosa-fp recipe), with no device behind it and so no timing. The Ethos-U stand-ins
+(hil.targets.ethos_u_ref) add the NPU's side: Vela's estimate of cycles and memory.
+
+Counters: delegates, delegated_fraction, fallback_ops, pte_bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+from hil.arrays import to_array
+from hil.artifacts.partition import PartitionReport
+from hil.artifacts.store import Artifact
+from hil.call import fresh
+from hil.case import Inputs
+from hil.devices import TimingPolicy
+from hil.errors import DeployError, DeviceSpecError, HilError, TargetUnavailable
+from hil.ethos_u.tosa_delegate import TosaRunner
+from hil.recipes.delegate_files import TOSA_FILE
+from hil.recipes.host_program import load_host_program
+from hil.recipes.lowering import flatten_outputs
+from hil.targets.base import Deployment, RunResult, Target
+
+
+@dataclass
+class LoadedProgram:
+    """A deployed program: its host part, its delegates' TOSA graphs, its fixed counters."""
+
+    module: Any
+    graphs: dict[str, bytes]
+    counters: dict[str, float] = field(default_factory=dict)
+
+
+class TosaRefTarget(Target):
+    """Numerics from the TOSA reference model; no timing (no device is behind it)."""
+
+    # The CPU part runs on PyTorch's kernels here, not the device runtime's: the verdict judges
+    # from the partition report whether the device would have a kernel for each CPU operator.
+    runs_device_kernels: ClassVar[bool] = False
+    recipe_names: ClassVar[tuple[str, ...]] = ("tosa-fp",)
+    kind: ClassVar[str] = "tosa_ref"
+
+    _loaded: dict[str, LoadedProgram]
+
+    def _provision(self) -> None:
+        try:
+            import tosa_reference_model  # noqa: F401
+        except ImportError as e:
+            raise TargetUnavailable(
+                f"the TOSA reference model cannot be imported: {e}",
+                fix="install executorch[ethos-u]==1.5.1 (it brings tosa-tools)",
+            ) from e
+        self._check_recipes()
+        self._loaded = {}
+
+    def _check_recipes(self) -> None:
+        """Every recipe of the device is one this kind runs, with options it accepts."""
+        from hil.recipes import make_recipe
+
+        for recipe_spec in self.spec.recipes:
+            if recipe_spec.name not in self.recipe_names:
+                names = ", ".join(repr(n) for n in self.recipe_names)
+                raise DeviceSpecError(
+                    f"{self.spec.source}: target kind {self.kind} runs only the {names} "
+                    f"recipe, not {recipe_spec.name!r}",
+                    fix=f"list only {names} recipes in {self.spec.source.name}",
+                )
+            try:
+                self._check_recipe(make_recipe(recipe_spec.name, recipe_spec.options))
+            except DeviceSpecError:
+                raise
+            except HilError as e:
+                raise DeviceSpecError(f"{self.spec.source}: {e.message}", fix=e.fix) from e
+
+    def _check_recipe(self, recipe: Any) -> None:
+        """A kind's own check of one recipe (the Ethos-U stand-ins check the NPU)."""
+
+    def _deploy(self, artifact: Artifact) -> Deployment:
+        if artifact.sha256 in self._loaded:
+            return Deployment(artifact.sha256)
+        partition = artifact.parts.partition
+        if (partition is None or artifact.host_program is None
+                or artifact.parts.tosa_spec is None):  # fmt: skip
+            raise DeployError(
+                f"{artifact.pte_path} was not lowered through ExecuTorch's Arm TOSA backend "
+                f"(recipe {', '.join(self.recipe_names)})",
+                fix="export with the target's own recipe",
+            )
+        self._check_artifact(artifact)
+        graphs = {
+            graph.name: tosa_graph(artifact.folder / graph.folder / TOSA_FILE, graph.tosa_sha256)
+            for graph in artifact.parts.tosa_graphs
+        }
+        loaded = LoadedProgram(
+            load_host_program(artifact.folder), graphs, self._counters(artifact, partition)
+        )
+        self._loaded[artifact.sha256] = loaded
+        self.log.info("deployed %s: %d TOSA delegate(s)", artifact.key[:12], len(graphs))
+        return Deployment(artifact.sha256)  # in this process: nothing crosses a link
+
+    def _check_artifact(self, artifact: Artifact) -> None:
+        """A kind's own check that the artifact was made for it."""
+
+    def _counters(self, artifact: Artifact, report: PartitionReport) -> dict[str, float]:
+        return {
+            "delegates": float(report.delegates),
+            "delegated_fraction": report.delegated_fraction,
+            "fallback_ops": float(report.fallback_count),
+            "pte_bytes": float(artifact.size),
+        }
+
+    def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
+        loaded = self._loaded[deployment.sha256]
+        runner = TosaRunner(loaded.graphs)
+        with torch.no_grad(), runner:
+            result = loaded.module(*fresh(inputs))
+        missing = sorted(set(loaded.graphs) - set(runner.calls))
+        if missing:
+            raise DeployError(
+                f"the program never called TOSA delegate(s) {', '.join(missing)}",
+                fix="the host program does not match the .pte; delete the cache entry",
+            )
+        ran = (f"ran {len(runner.calls)} TOSA delegate(s) in the TOSA reference model "
+               f"({', '.join(runner.calls) or 'none'}) and the rest on the host CPU")  # fmt: skip
+        return self._result(tuple(to_array(t) for t in flatten_outputs(result)), loaded, ran)
+
+    def _result(self, outputs: tuple[Any, ...], loaded: LoadedProgram, ran: str) -> RunResult:
+        return RunResult(outputs=outputs, counters=loaded.counters, log=f"{ran} (no timing)")
+
+    def _teardown(self) -> None:
+        self._loaded.clear()
+
+    def describe(self) -> Mapping[str, str]:
+        return {**super().describe(), "numerics": "TOSA reference model"}
+
+
+def tosa_graph(path: Path, sha256: str) -> bytes:
+    """A delegate's TOSA flatbuffer, verified: the reference model may crash on a damaged one."""
+    try:
+        graph = path.read_bytes()
+    except OSError as e:
+        raise DeployError(
+            f"the delegate's TOSA graph {path} cannot be read: {e}",
+            fix="delete the artifact's cache entry to re-export",
+        ) from e
+    if hashlib.sha256(graph).hexdigest() != sha256:
+        raise DeployError(
+            f"{path} does not match the sha256 recorded at export (damaged or replaced)",
+            fix="delete the artifact's cache entry to re-export",
+        )
+    return graph
