@@ -11,9 +11,10 @@ EXPLORER_VENV  := .venv-explorer
 EXPLORER_STAMP := $(EXPLORER_VENV)/.hil-viewer.json
 
 # Targets that need no hardware run on any machine once `make suites` has set it up (u55-ref and
-# u85-ref: Ethos-U numerics from the TOSA reference model, cycles and memory estimated by Vela);
+# u85-ref: Ethos-U numerics from the TOSA reference model, cycles and memory estimated by Vela;
+# tosa-fp-ref: the TOSA floating-point profile in the same reference model);
 # the FVP targets run where an Arm Corstone FVP is installed and skip with the install steps.
-SUITE_TARGETS ?= host vboard u55-ref u85-ref cortex-m55-ref fvp-u55 fvp-u85 pi5-emu
+SUITE_TARGETS ?= host vboard u55-ref u85-ref tosa-fp-ref cortex-m55-ref fvp-u55 fvp-u85 pi5-emu
 SUITE_ARGS    ?=
 REPORT_ARGS   ?=
 RESULTS_DIR   := .hil/results

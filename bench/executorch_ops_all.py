@@ -1,5 +1,6 @@
 """ExecuTorch's 16 Arm operator test files, every pipeline and variant, by their harness and
-through `-p hil.executorch_ops` on u55-ref, u85-ref and host, in one run (issue #26's goals).
+through `-p hil.executorch_ops` on u55-ref, u85-ref, host and tosa-fp-ref, in one run (issue
+#26's goals).
 
     .venv/bin/python bench/executorch_ops_all.py                       # all 16 files (hours)
     .venv/bin/python bench/executorch_ops_all.py --files test_relu test_add
@@ -45,9 +46,9 @@ from npu_vs_executorch import (
     pytest_run,
 )
 
-TARGETS = ("u55-ref", "u85-ref", "host")
+TARGETS = ("u55-ref", "u85-ref", "host", "tosa-fp-ref")
 KEPT = REPO / ".hil" / "bench"
-RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8", "xnnpack-fp32", "portable", "unfit")
+RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8", "xnnpack-fp32", "portable", "tosa-fp", "unfit")
 SUFFIX = re.compile(
     r"(?:-|\[)((?:" + "|".join(map(re.escape, TARGETS)) + r")(?:\+[\w-]+)*)-("
     + "|".join(map(re.escape, RECIPES)) + r")\]$"
