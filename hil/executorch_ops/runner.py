@@ -124,15 +124,14 @@ class CaseRunner:
             case = replace(case, tolerance=bar)
         try:
             result = session.check(case, target, chosen)
-            artifact = session.export(case, target, chosen)
         except HilError as e:
             self._record_error(hil_variant, e, call, variant)
             self._expected(e)
             raise
         numerics = mapping.numerics(call.pipeline, call.options)
-        checked = stages.evaluate(call.assertions, artifact, self.choice.recipe or "",
+        checked = stages.evaluate(call.assertions, result.artifact, self.choice.recipe or "",
                                   call.pipeline)  # fmt: skip
-        theirs = their_rule.their_verdict(call, numerics, result.arrays_path, artifact)
+        theirs = their_rule.their_verdict(call, numerics, result.arrays_path, result.artifact)
         record = result.to_record()
         record[EXTRA] = self._extra(call, variant, checked, theirs)
         self.item.user_properties.append((RECORD_KEY, record))

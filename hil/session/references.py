@@ -18,7 +18,7 @@ from hil.artifacts.store import Artifact, ArtifactCache
 from hil.call import fresh
 from hil.case import BuiltCase, Case
 from hil.devices import TimingPolicy
-from hil.errors import ArtifactMissing, ExportError
+from hil.errors import ArtifactMissing, ExportError, ResourceExhausted, resource_exhaustion
 from hil.progress import Progress, heartbeat
 from hil.recipes import Recipe, export_speedup
 from hil.recipes.lowering import reference_tensors
@@ -76,6 +76,11 @@ class References:
             try:
                 tensors = reference_tensors(built.module, args, copy=False)
             except Exception as e:  # eager's own limits (torch has no float8 convolution)
+                if resource_exhaustion(e):
+                    raise ResourceExhausted(
+                        f"case {name!r}: eager PyTorch ran out of {resource_exhaustion(e)}",
+                        fix="free memory and run again; not a fact about the model",
+                    ) from e
                 first = (str(e).strip().splitlines() or [""])[0][:200]
                 self._eager[name] = Reference((), None, unavailable=(
                     f"eager PyTorch cannot run the model on these inputs ({type(e).__name__}: "
