@@ -12,6 +12,7 @@ reason (a partition of no-ops, or a cycle after Q/DQ de-tagging); it says so.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,7 @@ import torch
 from hil.artifacts.partition import Fallback, PartitionReport
 from hil.ethos_u.macs import graph_macs, op_name
 from hil.recipes.host_program import is_delegate_call
+from hil.recipes.lowering import exporter_step
 
 QDQ = (
     "quantized_decomposed.quantize_per_tensor",
@@ -138,3 +140,17 @@ def partition_report(edge_program: Any, partitioner: Any, pte_bytes: int,
         macs=accelerated_macs + graph_macs(fallback_nodes),
         accelerated_macs=accelerated_macs,
     )
+
+
+def serialize_lowered(case: str, edge: Any, report: PartitionReport
+                      ) -> tuple[bytes, PartitionReport]:  # fmt: skip
+    """The lowered program's .pte (delegate data inline, as ExecuTorch's Arm flow writes it)
+    and the partition report completed from it: its size and the CPU operators that no
+    ExecuTorch kernel library has."""
+    from executorch.exir import ExecutorchBackendConfig
+
+    config = ExecutorchBackendConfig(extract_delegate_segments=False)
+    pte = exporter_step("serializing the program", case,
+                        lambda: bytes(edge.to_executorch(config).buffer))  # fmt: skip
+    return pte, dataclasses.replace(report, pte_bytes=len(pte),
+                                    missing_kernels=missing_cpu_kernels(pte))  # fmt: skip

@@ -42,12 +42,11 @@ from hil.ethos_u.vela import (
     mac_utilization,
     macs_per_cycle,
 )
-from hil.recipes.arm_partition import lowered_modules, missing_cpu_kernels, partition_report
+from hil.recipes.arm_partition import lowered_modules, partition_report, serialize_lowered
 from hil.recipes.base import ExportProduct, Recipe
 from hil.recipes.capture import captured_output
 from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
-from hil.recipes.lowering import exporter_step
 from hil.recipes.quantized import QuantizedModel, QuantizedStore
 from hil.recipes.stages import failing_stage
 from hil.verdict.tolerances import StepAllowance
@@ -237,7 +236,6 @@ class EthosURecipe(Recipe):
         # The out-variants of quantize/dequantize that to_executorch needs; registered here
         # because a reused quantized model means the quantizer package was never imported.
         import executorch.kernels.quantized  # noqa: F401
-        from executorch.exir import ExecutorchBackendConfig
 
         self.check_vela_config()
         case = built.case.name
@@ -256,17 +254,8 @@ class EthosURecipe(Recipe):
         _strip_dump_path(case, lowered, spec)
         report = partition_report(program, partitioner, 0)
         save_host_program(host_program(program, lambda i, _: names[i]), workdir)
-        pte = exporter_step(
-            "serializing the program",
-            case,
-            lambda: bytes(
-                edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
-            ),
-        )
+        pte, report = serialize_lowered(case, edge, report)
         shutil.rmtree(dump, ignore_errors=True)  # each delegate's folder holds its own copy
-        report = dataclasses.replace(
-            report, pte_bytes=len(pte), missing_kernels=missing_cpu_kernels(pte)
-        )
         return ExportProduct(
             pte=pte,
             output_scales=model.output_scales,

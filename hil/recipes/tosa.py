@@ -16,7 +16,6 @@ either way; the extension only admits it.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 from hil.case import BuiltCase
 from hil.errors import UsageError
-from hil.recipes.arm_partition import lowered_modules, missing_cpu_kernels, partition_report
+from hil.recipes.arm_partition import lowered_modules, partition_report, serialize_lowered
 from hil.recipes.base import ExportProduct, Recipe
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import host_program, save_host_program
@@ -77,11 +76,7 @@ class TosaFpRecipe(Recipe):
 
     def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
         from executorch.backends.arm.tosa.partitioner import TOSAPartitioner
-        from executorch.exir import (
-            EdgeCompileConfig,
-            ExecutorchBackendConfig,
-            to_edge_transform_and_lower,
-        )
+        from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
         case = built.case.name
         partitioner = TOSAPartitioner(self.compile_spec())
@@ -104,16 +99,7 @@ class TosaFpRecipe(Recipe):
             (folder / TOSA_FILE).write_bytes(bytes(module.processed_bytes))
         report = partition_report(lowered_program, partitioner, 0, backend=BACKEND)
         save_host_program(host_program(lowered_program, lambda i, _: names[i]), workdir)
-        pte = exporter_step(
-            "serializing the program",
-            case,
-            lambda: bytes(
-                edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
-            ),
-        )
-        report = dataclasses.replace(
-            report, pte_bytes=len(pte), missing_kernels=missing_cpu_kernels(pte)
-        )
+        pte, report = serialize_lowered(case, edge, report)
         return ExportProduct(pte=pte, details=self._details(names, lowered, report, workdir))
 
     def _details(self, names: Sequence[str], lowered: Sequence[Any], report: Any,
