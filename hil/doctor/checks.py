@@ -73,9 +73,11 @@ def check_executorch(spec: DeviceSpec) -> Iterator[Finding]:
 
 
 def check_tosa(spec: DeviceSpec) -> Iterator[Finding]:
+    """The TOSA reference model; Vela too where a recipe compiles for an Ethos-U."""
     fix = "pip install 'executorch[ethos-u]==1.5.1' (brings tosa-tools and ethos-u-vela)"
     yield package("tosa_reference_model", "tosa-tools", fix)
-    yield package("ethosu", "ethos-u-vela", fix)
+    if "ethos-u" in spec.recipe_names:
+        yield package("ethosu", "ethos-u-vela", fix)
 
 
 def check_serial(spec: DeviceSpec) -> Iterator[Finding]:
