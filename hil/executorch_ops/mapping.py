@@ -22,8 +22,9 @@ the config the test set with `quantizer.set_global(...)` (which wins, as in thei
 activation config), 4-bit weights (a8w4: a weight config of range [-7, 7]), per-tensor weights,
 symmetric input/output quantization. Each is a recipe option, so each is its own artifact and
 verdict. What a recipe cannot honour (4-bit weights off Ethos-U, a 32-bit activation config,
-fp8 programs) is a skip that names it. A float program is judged in its own float type
-(float32, float16, bfloat16: the inputs'), whatever `tosa_extensions` allow.
+float8 programs on the CPU's kernels) is a skip that names it. A float program is judged in its
+own float type (float32, float16, bfloat16, float8: the inputs'), whatever `tosa_extensions`
+allow; the tosa-fp recipe lowers for the test's own TOSA specification.
 """
 
 from __future__ import annotations
