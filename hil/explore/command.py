@@ -150,6 +150,12 @@ def prepare(
             f"{len(calls)} Ethos-U delegate(s) but no TOSA graphs kept beside this "
             ".pte (not a hil ethos-u artifact): the delegates are shown unexpanded"
         )
+    elif program.delegate_calls and source.details.get("tosa_spec") and source.folder:
+        notes.append(
+            "delegates of " + ", ".join(sorted(program.backends())) + ": shown unexpanded "
+            "(the viewer's PTE adapter expands Ethos-U, VGF and XNNPACK delegates only); "
+            f"their TOSA graphs are kept in {source.folder / 'delegates'}/*/out.tosa"
+        )
     elif program.delegate_calls:
         notes.append(
             "delegates of " + ", ".join(sorted(program.backends())) + ": no TOSA "
