@@ -11,7 +11,10 @@ import numpy.typing as npt
 import torch
 
 Array = npt.NDArray[Any]
-WIDENED = (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)  # held as float32
+# The torch types numpy has none of, each with the unsigned type of its width: an array holds
+# their values widened to float32 (exactly), or their bits as that unsigned type.
+RAW_BITS = {torch.bfloat16: torch.uint16, torch.float8_e4m3fn: torch.uint8,
+            torch.float8_e5m2: torch.uint8}  # fmt: skip
 
 
 def to_array(value: Any) -> Array:
@@ -22,7 +25,7 @@ def to_array(value: Any) -> Array:
     """
     if isinstance(value, torch.Tensor):
         tensor = value.detach()
-        if tensor.dtype in WIDENED:
+        if tensor.dtype in RAW_BITS:
             tensor = tensor.float()
         return tensor.numpy().copy()
     return np.array(value, copy=True)

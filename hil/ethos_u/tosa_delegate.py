@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
+from hil.arrays import RAW_BITS
 from hil.errors import TargetCrash, TargetStateError
 
 DTYPES: Mapping[str, torch.dtype] = {
@@ -43,13 +44,6 @@ DTYPES: Mapping[str, torch.dtype] = {
         torch.float8_e4m3fn,
         torch.float8_e5m2,
     )
-}
-# numpy has no bfloat16 or float8: their bits travel to and from the reference model as
-# unsigned integers of the same width (the reference model takes the type from the graph)
-RAW_BITS: Mapping[torch.dtype, tuple[torch.dtype, Any]] = {
-    torch.bfloat16: (torch.uint16, np.uint16),
-    torch.float8_e4m3fn: (torch.uint8, np.uint8),
-    torch.float8_e5m2: (torch.uint8, np.uint8),
 }
 
 
@@ -105,8 +99,8 @@ def to_tosa_layout(tensor: torch.Tensor) -> np.ndarray[Any, Any]:
     order = tensor.dim_order()
     data = tensor.detach().permute(order) if list(order) != sorted(order) else tensor.detach()
     data = data.contiguous()
-    if data.dtype in RAW_BITS:
-        data = data.view(RAW_BITS[data.dtype][0])
+    if data.dtype in RAW_BITS:  # numpy lacks the type: its bits go, the graph names the type
+        data = data.view(RAW_BITS[data.dtype])
     return np.ascontiguousarray(data.numpy())
 
 
@@ -116,13 +110,14 @@ def from_tosa_layout(array: np.ndarray[Any, Any], spec: TensorSpec) -> torch.Ten
     dtype = DTYPES[spec.dtype]
     values = np.array(array, copy=True)
     if dtype in RAW_BITS and values.dtype.kind in "uV":  # the type's bits (void: no numpy type)
-        tensor = torch.from_numpy(values.view(RAW_BITS[dtype][1])).view(dtype).reshape(physical)
+        bits = values.view(f"u{RAW_BITS[dtype].itemsize}")
+        tensor = torch.from_numpy(bits).view(dtype).reshape(physical)
     else:
         tensor = torch.from_numpy(values).reshape(physical)
     if list(spec.dim_order) == sorted(spec.dim_order):
-        return tensor.to(DTYPES[spec.dtype])
+        return tensor.to(dtype)
     inverse = [spec.dim_order.index(i) for i in range(len(spec.dim_order))]
-    return tensor.permute(inverse).contiguous().to(DTYPES[spec.dtype])
+    return tensor.permute(inverse).contiguous().to(dtype)
 
 
 NDArray = np.ndarray[Any, Any]

@@ -110,9 +110,7 @@ class TosaFpRecipe(Recipe):
                 {
                     "name": name,
                     "folder": f"{DELEGATES}/{name}",
-                    "tosa_sha256": hashlib.sha256(
-                        (workdir / DELEGATES / name / TOSA_FILE).read_bytes()
-                    ).hexdigest(),
+                    "tosa_sha256": hashlib.sha256(bytes(module.processed_bytes)).hexdigest(),
                     "tosa_bytes": len(module.processed_bytes),
                 }
                 for name, module in zip(names, lowered, strict=True)

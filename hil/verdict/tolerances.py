@@ -35,7 +35,6 @@ FP16_MIN_SQNR_DB = 50.0
 # otherwise than eager's); their 44 fp16 checks: at most 2 ulps, 61.7 dB and up.
 BF16_ULPS = 4.0
 BF16_MIN_SQNR_DB = FP16_MIN_SQNR_DB - 18.0
-FLOAT_PRECISIONS = ("fp32", "fp16", "bf16")
 
 # Quantization quality, quantized PyTorch model against eager. Measured on the suites' default
 # cases (2026-12): healthy int8 models reach 27-42 dB; seeded deep models without training sit at
