@@ -1,17 +1,19 @@
 """A model's call as torch.export takes it: tensors, tuples, lists and dicts of them, and
-constant ints, floats and bools.
+constants of any kind (ints, floats, bools, None, strings, dtypes, ...).
 
 Every runtime hil drives takes the program's inputs as a flat list, and the runner protocol
 carries tensors only (ExecuTorch would take a scalar as an input value too, but a board's runner
 is fed tensors). So a call that is not a flat row of tensors is bound: the case's module is
 wrapped in `BoundCall`, whose forward takes the tensor leaves, rebuilds the call with the
 constants in place and calls the model. torch.export then traces the constants as constants,
-and every target receives tensors only. The constants are part of the model's fingerprint (a
-new `dim` is a new export).
+and every target receives tensors only. Any leaf that is not a tensor is a constant: whether
+torch.export takes it is torch.export's to say (its own error, at export, names it). The
+constants are part of the model's fingerprint (a new `dim` is a new export).
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,13 @@ from torch.utils import _pytree as pytree
 from hil.errors import CaseError
 
 Inputs = tuple[torch.Tensor, ...]
-CONSTANT_TYPES = (bool, int, float, type(None))
+
+
+class Slot(enum.Enum):
+    """Where a tensor of the call goes among its constants (None is a constant too: an
+    optional argument such as div's `rounding_mode=None`)."""
+
+    TENSOR = "tensor"
 
 
 class BoundCall(torch.nn.Module):
@@ -31,12 +39,12 @@ class BoundCall(torch.nn.Module):
         super().__init__()
         self.model = model
         self.structure = structure  # the call's tree (torch's pytree spec, serialized)
-        self.constants = constants  # per leaf: the constant, or None where a tensor goes
+        self.constants = constants  # per leaf: the constant, or Slot.TENSOR where a tensor goes
         self._spec = pytree.treespec_loads(structure)
 
     def forward(self, *tensors: torch.Tensor) -> Any:
         given = iter(tensors)
-        leaves = [next(given) if c is None else c for c in self.constants]
+        leaves = [next(given) if c is Slot.TENSOR else c for c in self.constants]
         args = pytree.tree_unflatten(leaves, self._spec)
         return self.model(*args)
 
@@ -53,7 +61,7 @@ def fresh(inputs: Any) -> tuple[Any, ...]:
 class FlatCall:
     tensors: Inputs
     structure: str
-    constants: tuple[Any, ...]  # None where a tensor goes
+    constants: tuple[Any, ...]  # Slot.TENSOR where a tensor goes
 
 
 def flatten_call(call: Any, what: str = "inputs") -> FlatCall | Inputs:
@@ -69,21 +77,11 @@ def flatten_call(call: Any, what: str = "inputs") -> FlatCall | Inputs:
     if all(isinstance(item, torch.Tensor) for item in call):
         return tuple(call)
     leaves, spec = pytree.tree_flatten(tuple(call))
-    constants: list[Any] = []
-    for i, leaf in enumerate(leaves):
-        if isinstance(leaf, torch.Tensor):
-            constants.append(None)
-        elif isinstance(leaf, CONSTANT_TYPES) and leaf is not None:
-            constants.append(leaf)
-        else:
-            raise CaseError(
-                f"{what}: argument leaf {i} is {type(leaf).__name__}; a model's arguments may "
-                "hold tensors (in tuples, lists, dicts) and constant ints, floats or bools"
-            )
+    constants = tuple(Slot.TENSOR if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves)
     tensors = tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
     if not tensors:
         raise CaseError(f"{what} hold no tensor: there is nothing to feed the program")
-    return FlatCall(tensors, pytree.treespec_dumps(spec), tuple(constants))
+    return FlatCall(tensors, pytree.treespec_dumps(spec), constants)
 
 
 def bind(model: torch.nn.Module, call: Any, samples: list[Any]) -> tuple[

@@ -155,7 +155,9 @@ class BuiltCase:
     labels: torch.Tensor | None
 
     def calibration_or_default(self) -> list[Inputs]:
-        """The case's calibration set, or the reference inputs plus seeded variations of them."""
+        """The case's calibration set, or the reference inputs plus seeded variations of them
+        that keep each input's dtype and stay inside its range (an operator defined only on
+        positive inputs is calibrated on positive values; token ids stay valid ids)."""
         if self.calibration:
             return self.calibration
         generator = torch.Generator().manual_seed(0)
@@ -166,13 +168,24 @@ class BuiltCase:
 
 
 def _like(tensor: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """A seeded sample with the tensor's shape, dtype and rough value range."""
+    """A seeded variation of `tensor`: its shape and dtype, values inside its own range.
+
+    Floats: each finite value moved by noise as wide as the values' spread, then held inside
+    [min, max]; infinities and NaN (a mask's -inf) stay where they are. Integers: uniform in
+    [min, max]. Booleans: as given (a mask's pattern is part of the input's meaning).
+    """
+    if tensor.dtype == torch.bool or tensor.numel() == 0:
+        return tensor.clone()
     if tensor.dtype.is_floating_point:
-        spread = tensor.std() if tensor.numel() > 1 else torch.tensor(1.0)
-        noise = torch.randn(tensor.shape, generator=generator, dtype=tensor.dtype)
-        return tensor.mean() + noise * spread
-    if tensor.dtype == torch.bool:
-        return torch.rand(tensor.shape, generator=generator) > 0.5
+        finite = torch.isfinite(tensor)
+        values = tensor[finite].double()
+        if values.numel() < 2:
+            return tensor.clone()
+        noise = torch.randn(tensor.shape, generator=generator, dtype=torch.float64)
+        moved = (tensor.double() + noise * values.std()).clamp(values.min(), values.max())
+        return torch.where(finite, moved.to(tensor.dtype), tensor)
+    if tensor.is_complex():
+        return tensor.clone()
     low, high = int(tensor.min()), int(tensor.max()) + 1
     return torch.randint(low, high, tensor.shape, generator=generator, dtype=tensor.dtype)
 

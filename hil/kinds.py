@@ -31,6 +31,7 @@ class TargetKind(enum.StrEnum):
     HOST = "host"
     ETHOS_U_REF = "ethos_u_ref"
     TOSA_REF = "tosa_ref"
+    VGF_EMU = "vgf_emu"
     CORTEX_M_REF = "cortex_m_ref"
     SERIAL = "serial"
     SSH = "ssh"

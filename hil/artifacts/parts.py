@@ -53,6 +53,16 @@ class TosaGraphPart:
 
 
 @dataclass(frozen=True)
+class VgfGraphPart:
+    """A VGF delegate: its VGF file (the .pte's delegate payload, <folder>/out.vgf) as the ML
+    SDK's model-converter made it from the delegate's TOSA graph (<folder>/out.tosa)."""
+
+    name: str
+    folder: str  # relative to the artifact folder
+    vgf_sha256: str
+
+
+@dataclass(frozen=True)
 class EthosUPart:
     """What the ethos-u recipe compiled for: the NPU, its MAC rate, the delegates, Vela's total."""
 
@@ -80,6 +90,7 @@ class ArtifactParts:
     cortex_m: CortexMPart | None = None
     tosa_spec: str | None = None  # the TOSA specification an Arm lowering targeted
     tosa_graphs: tuple[TosaGraphPart, ...] = ()
+    vgf_graphs: tuple[VgfGraphPart, ...] = ()
 
     @classmethod
     def from_details(cls, details: Mapping[str, Any]) -> ArtifactParts:
@@ -91,6 +102,10 @@ class ArtifactParts:
             cortex_m=_cortex_m(details) if details.get("cortex_m") else None,
             tosa_spec=str(details["tosa_spec"]) if details.get("tosa_spec") else None,
             tosa_graphs=_tosa_graphs(details) if details.get("tosa_spec") else (),
+            vgf_graphs=tuple(
+                VgfGraphPart(str(d["name"]), str(d["folder"]), str(d["vgf_sha256"]))
+                for d in details.get("delegates", ()) if "vgf_sha256" in d
+            ),
         )
 
 

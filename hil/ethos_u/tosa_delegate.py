@@ -27,7 +27,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from hil.arrays import RAW_BITS
-from hil.errors import TargetCrash, TargetStateError
+from hil.errors import HilError, RunRefused, TargetCrash, TargetStateError
 
 DTYPES: Mapping[str, torch.dtype] = {
     str(d).removeprefix("torch."): d
@@ -140,6 +140,48 @@ def run_reference_model(
     return list(outputs), str(status.name), messages[0] if messages else ""
 
 
+def input_difference(graph: bytes, arrays: Sequence[NDArray]) -> str:
+    """What differs between the arrays handed to a delegate and the inputs its TOSA graph
+    declares: count, shapes, element types."""
+    from hil.artifacts.tosa_graph import parse_tosa
+
+    try:
+        tosa = parse_tosa(graph)
+    except HilError as e:
+        return f"its TOSA graph cannot be read: {e.message}"
+    wanted = [(tosa.shapes.get(n, ()), tosa.dtypes.get(n, "?")) for n in tosa.inputs]
+    given = [(tuple(a.shape), str(a.dtype)) for a in arrays]
+
+    def shown(items: list[tuple[tuple[int, ...], str]]) -> str:
+        return ", ".join(f"{dtype}{list(shape)}" for shape, dtype in items) or "none"
+
+    if len(wanted) != len(given):
+        said = (f"the graph takes {len(wanted)} input(s) ({shown(wanted)}), the program "
+                f"passes {len(given)} ({shown(given)})")  # fmt: skip
+        if len(wanted) < len(given):  # ExecuTorch's EthosUBackend.cpp: outputs at args[n_in + i]
+            said += ("; ExecuTorch's Ethos-U runtime counts a delegate's inputs from its "
+                     "compiled graph, so on a device its outputs would be written over the "
+                     "call's first arguments")
+        return said
+    differences = [
+        f"input {i}: graph {w_dtype}{list(w_shape)}, passed {g_dtype}{list(g_shape)}"
+        for i, ((w_shape, w_dtype), (g_shape, g_dtype))
+        in enumerate(zip(wanted, given, strict=True))
+        if tuple(w_shape) != tuple(g_shape) or not _same_type(w_dtype, g_dtype)
+    ]
+    return "; ".join(differences) or (f"count, shapes and types agree ({shown(wanted)}): "
+                                      "the reference model refused the values")
+
+
+def _same_type(tosa: str, numpy: str) -> bool:
+    """Whether a TOSA element type ("INT8", "FP32", "BOOL") matches a numpy dtype name."""
+    names = {"INT8": "int8", "INT16": "int16", "INT32": "int32", "INT48": "int64",
+             "BOOL": "bool", "FP16": "float16", "FP32": "float32", "UINT8": "uint8",
+             "UINT16": "uint16", "BF16": "uint16", "FP8E4M3": "uint8", "FP8E5M2": "uint8",
+             "SHAPE": "int64", "INT4": "int8"}  # fmt: skip
+    return names.get(tosa, "") == numpy
+
+
 class TosaRunner(TorchFunctionMode):
     """Answers `hil::tosa_delegate` calls with the TOSA reference model; all else runs as usual.
 
@@ -181,18 +223,31 @@ class TosaRunner(TorchFunctionMode):
         try:
             results, status, messages = self.run_graph(self.graphs[delegate], arrays)
         except ValueError as e:  # the reference model refuses inputs it cannot bind
-            raise TargetCrash(
-                f"TOSA reference model refused the inputs of delegate {delegate!r}: {e}",
-                fix="the delegate's inputs differ from its TOSA graph's; re-export the artifact",
+            raise RunRefused(
+                f"TOSA reference model refused the inputs of delegate {delegate!r}: {e} "
+                f"({input_difference(self.graphs[delegate], arrays)})",
+                fix="the program hands the delegate other tensors than its TOSA graph takes: "
+                "a defect of the lowering (ExecuTorch's Arm backend) for this model, not of "
+                "the target; report it with the artifact (hil explore shows both sides)",
             ) from e
         self.calls.append(delegate)
         if messages.strip():
             self.log.debug("reference model on %s: %s", delegate, messages.strip())
+        if status == "TOSA_UNPREDICTABLE":  # the program's fault, as a kernel's own check is
+            raise RunRefused(
+                f"TOSA reference model returned {status} for delegate {delegate!r}: the TOSA "
+                "specification leaves this graph's result undefined for these inputs",
+                fix="the inputs are outside what the operator is defined on (its REQUIRE "
+                "below; e.g. pow of a base <= 0, integer overflow): a device's answer cannot "
+                "be trusted either; give inputs inside its domain",
+                log_tail=_relevant(messages),
+            )
         if status != "TOSA_VALID":
             raise TargetCrash(
                 f"TOSA reference model returned {status} for delegate {delegate!r}",
-                fix="the TOSA specification leaves this graph's result undefined for these "
-                "inputs (e.g. integer overflow); the NPU's answer cannot be trusted either",
+                fix="the reference model rejected the graph itself: a defect of the lowering "
+                "(ExecuTorch's Arm backend) or of the reference model; report it with the "
+                "artifact",
                 log_tail=_relevant(messages),
             )
         if len(results) != len(outputs):

@@ -7,8 +7,9 @@
                           portable and xnnpack-fp32 (host, vboard, Pis)
     EthosU55PipelineINT   the ethos-u recipe of a device with an Ethos-U55 (u55-ref, fvp-u55)
     EthosU85PipelineINT   the ethos-u recipe of a device with an Ethos-U85 (u85-ref, fvp-u85)
-    OpNotSupportedPipeline  an Arm partition (ethos-u); its assertion is the partition (for
-                          u55_subset=True, an Ethos-U55's)
+    OpNotSupportedPipeline  an Arm partition; its assertion is the partition: the TOSA FP
+                          profile's (tosa-fp) or with quantize=True the INT profile's (ethos-u;
+                          for u55_subset=True, an Ethos-U55's)
     CortexMTester         ExecuTorch's Cortex-M harness (test_dialect, test_implementation):
                           the cortex-m recipe (cortex-m55-ref, qemu-m55, boards)
 
@@ -77,19 +78,29 @@ def recipes_for(pipeline: str, spec: DeviceSpec) -> list[str]:
         return ["ethos-u"] if fits else []
     if numerics(pipeline) == "fp" and pipeline != "OpNotSupportedPipeline":
         return [r for r in FLOAT_RECIPES if r in names]
-    if pipeline == "OpNotSupportedPipeline":
-        return [r for r in names if r == "ethos-u"][:1]  # an Arm partition to assert on
+    if pipeline == "OpNotSupportedPipeline":  # an Arm partition to assert on: INT or FP
+        return [r for r in names if r in ("ethos-u", "tosa-fp")][:1]
     if pipeline == "CortexMTester":
         return ["cortex-m"] if "cortex-m" in names else []
     return next(([r] for r in INT_RECIPES if r in names), [])
 
 
 def subset_reason(call: PipelineCall, spec: DeviceSpec, target: str) -> str | None:
-    """Why `target` cannot answer this call although it answers the pipeline: an
-    OpNotSupportedPipeline for the Ethos-U55 subset (u55_subset=True) asserts what the U55's
-    partition leaves out, which another NPU delegates (measured: conv2d's large strides and
-    kernels are delegated on u85-ref)."""
-    if call.pipeline != "OpNotSupportedPipeline" or not call.option("u55_subset"):
+    """Why `target` cannot answer this call although it answers the pipeline. An
+    OpNotSupportedPipeline asserts the partition of the TOSA profile it names: without
+    `quantize=True` the FP profile's (tosa-fp-ref), with it the INT profile's (an NPU's); for
+    the Ethos-U55 subset (u55_subset=True) what the U55's partition leaves out, which another
+    NPU delegates (measured: conv2d's large strides and kernels are delegated on u85-ref)."""
+    if call.pipeline != "OpNotSupportedPipeline":
+        return None
+    profile = "int" if call.option("quantize") else "fp"
+    answers = "ethos-u" if profile == "int" else "tosa-fp"
+    if answers not in spec.recipe_names:
+        where = "an Ethos-U target" if profile == "int" else "tosa-fp-ref"
+        return (f"OpNotSupportedPipeline(quantize={bool(call.option('quantize'))}) asserts the "
+                f"TOSA {profile.upper()} profile's partition: it runs on {where}, not on "
+                f"{target}")  # fmt: skip
+    if not call.option("u55_subset"):
         return None
     if spec.npu is not None and spec.npu.startswith("ethos-u55"):
         return None

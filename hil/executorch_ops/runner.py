@@ -81,11 +81,12 @@ class CaseRunner:
         if theirs is not None and ours is not None and theirs != ours:
             pytest.skip(f"{call.pipeline}: the test is for the {theirs}, {self.choice.target}'s "
                         f"{recipe} recipe for the {ours}")
+        # calibrated as their harness calibrates: on the test's own samples, else on the
+        # test's inputs alone (an operator defined on positive inputs gets positive ones)
         samples = call.option("calibration_samples")
-        extra: dict[str, Any] = {}
-        if samples is not None:
-            extra["calibration"] = lambda: list(samples)
-        case = case_from_module(self.case_name, call.module, call.inputs, **extra)
+        given = list(samples) if samples is not None else [call.inputs]
+        case = case_from_module(self.case_name, call.module, call.inputs,
+                                calibration=lambda: given)  # fmt: skip
         chosen: str | RecipeSpec = variant.recipe(recipe) if variant.options else recipe
         if self.noting is not None:
             self.noting.append((case, self.choice.target, chosen))

@@ -123,7 +123,7 @@ def _tosa_counts(assertion: StageAssertion, artifact: Artifact, arm: bool,
                  pipeline: str) -> StageResult:  # fmt: skip
     if not arm or artifact.parts.tosa_spec is None:
         return StageResult(assertion, REPORTED, note="no TOSA graph: not a TOSA lowering")
-    from hil.explore.tosa_graph import read_tosa
+    from hil.artifacts.tosa_graph import read_tosa
 
     counts: dict[str, int] = {}
     try:

@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from hil.artifacts.tosa_graph import TosaGraph
 from hil.errors import ExploreError
-from hil.explore.tosa_graph import TosaGraph
 from hil.recipes.capture import captured_output
 
 VERBOSE_FLAGS = ("--verbose-performance", "--enable-debug-db")

@@ -12,6 +12,7 @@ from hil.recipes.cortex_m import CortexMRecipe
 from hil.recipes.ethos_u import EthosURecipe
 from hil.recipes.portable import PortableRecipe
 from hil.recipes.tosa import TosaFpRecipe
+from hil.recipes.vgf import VgfFpRecipe, VgfRecipe
 from hil.recipes.xnnpack import XnnpackFp32Recipe, XnnpackInt8Recipe
 
 RECIPES: Mapping[str, type[Recipe]] = {
@@ -23,6 +24,8 @@ RECIPES: Mapping[str, type[Recipe]] = {
         EthosURecipe,
         CortexMRecipe,
         TosaFpRecipe,
+        VgfRecipe,
+        VgfFpRecipe,
     )
 }
 

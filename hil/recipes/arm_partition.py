@@ -1,4 +1,5 @@
-"""The partition report of an Ethos-U lowering, read off the lowered edge program.
+"""The partition report of an Arm lowering, read off the lowered edge program, and what the Arm
+recipes share in lowering (the edge config, the dump path's removal, serializing).
 
 Delegated operators are those inside each delegate's original subgraph; CPU operators are the
 call_function nodes left in the top-level graph. Quantize/dequantize nodes are counted apart as
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from hil.artifacts.partition import Fallback, PartitionReport
+from hil.errors import ExportError
 from hil.ethos_u.macs import graph_macs, op_name
 from hil.recipes.host_program import is_delegate_call
 from hil.recipes.lowering import exporter_step
@@ -154,3 +157,35 @@ def serialize_lowered(case: str, edge: Any, report: PartitionReport
                         lambda: bytes(edge.to_executorch(config).buffer))  # fmt: skip
     return pte, dataclasses.replace(report, pte_bytes=len(pte),
                                     missing_kernels=missing_cpu_kernels(pte))  # fmt: skip
+
+
+DUMP_KEY = "debug_artifact_path"  # the compile spec recording where intermediates were dumped
+
+
+def arm_edge_config() -> Any:
+    """The edge config ExecuTorch's Arm flow lowers with (its test harness's default): no IR
+    validity check. With the check, the Arm passes reject a reduction to a scalar (torch.mean
+    over every dimension: a CONST_SHAPE of (), InternalError) that Vela then compiles fine
+    (measured on ExecuTorch's test_mean_dim cases, u55-ref and u85-ref, 2026-12)."""
+    from executorch.exir import EdgeCompileConfig
+
+    return EdgeCompileConfig(_check_ir_validity=False)
+
+
+def strip_dump_path(case: str, lowered: Sequence[Any], spec: Any) -> None:
+    """Remove the dump folder from the delegates' compile specs, leaving a plain export's."""
+    plain = [(s.key, bytes(s.value)) for s in spec._to_list()]
+    for module in lowered:
+        specs = module.compile_specs
+        specs[:] = [s for s in specs if s.key != DUMP_KEY]
+        if [(s.key, bytes(s.value)) for s in specs] != plain:
+            raise ExportError(
+                f"case {case!r}: a delegate's compile specs differ from a plain export's "
+                "beyond the dump folder; the .pte would not be the standard one",
+                fix="the ExecuTorch Arm backend changed its compile specs; hil needs updating",
+            )
+
+
+def write_log(workdir: Path, printed: list[str], name: str = "vela.log") -> None:
+    """What the lowering printed (Vela, the converter), kept beside the artifact."""
+    (workdir / name).write_text("".join(printed))

@@ -42,17 +42,23 @@ from hil.ethos_u.vela import (
     mac_utilization,
     macs_per_cycle,
 )
-from hil.recipes.arm_partition import lowered_modules, partition_report, serialize_lowered
+from hil.recipes import arm_quantized
+from hil.recipes.arm_partition import (
+    arm_edge_config,
+    lowered_modules,
+    partition_report,
+    serialize_lowered,
+    strip_dump_path,
+    write_log,
+)
 from hil.recipes.base import ExportProduct, Recipe
 from hil.recipes.capture import captured_output
 from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
-from hil.recipes.quantized import QuantizedModel, QuantizedStore
+from hil.recipes.quantized import QuantizedModel
 from hil.recipes.stages import failing_stage
-from hil.verdict.tolerances import StepAllowance
 
 DELEGATES = "delegates"
-DUMP_KEY = "debug_artifact_path"
 # Vela flags the recipe sets from its options; extra_flags may not repeat them.
 MANAGED_FLAGS = (
     "--accelerator-config",
@@ -61,25 +67,6 @@ MANAGED_FLAGS = (
     "--config",
     "--output-format",
     "--output-dir",
-)
-
-
-TOSA_INT8 = StepAllowance(
-    1.0,
-    0.02,
-    "TOSA requantizes with integer multipliers and shifts and rounds exact ties half up, "
-    "where the quantized PyTorch model rounds float32 values half to even; measured on the "
-    "operator rows (TOSA reference model, the numerics Vela compiles): bit-exact except at "
-    "exact ties (average pooling: 1 step in 13 % of elements, which the model's rounding "
-    "sensitivity covers)",
-)
-TOSA_A16W8 = StepAllowance(
-    16.0,
-    0.5,
-    "TOSA's int16 arithmetic (32-bit rescales, interpolated tables for sigmoid, tanh, GELU "
-    "and the reciprocal) against PyTorch's float32 in 16-bit steps; measured on the operator "
-    "rows: at most 14 steps (div), one step in up to 38 % of elements; 16 steps are still "
-    "1/16 of the int8 step of the same range",
 )
 
 
@@ -92,15 +79,13 @@ class EthosURecipe(Recipe):
             "system_config": None,
             "memory_mode": None,
             "extra_flags": (),
-            "per_channel": True,
-            "a16w8": False,
-            "weights": "int8",
-            "symmetric_io": False,
+            **arm_quantized.OPTION_DEFAULTS,
         }
     )
     helper_modules = (
         "hil.recipes.lowering",
         "hil.recipes.quantized",
+        "hil.recipes.arm_quantized",
         "hil.recipes.rounding",
         "hil.recipes.host_program",
         "hil.recipes.host_module",
@@ -113,18 +98,13 @@ class EthosURecipe(Recipe):
         "hil.artifacts.partition",
     )
 
-    # 4-bit weights are whole numbers in the TOSA graph: the activations' int8 rounding is the same
-    step_allowances = MappingProxyType({"int8": TOSA_INT8, "a8w4": TOSA_INT8, "a16w8": TOSA_A16W8})
-
+    step_allowances = arm_quantized.STEP_ALLOWANCES
 
     def __init__(
         self, options: Mapping[str, Any] | None = None, *, shared_dir: Path | None = None
     ) -> None:
         super().__init__(options, shared_dir=shared_dir)
-        self.numerics = (
-            "a16w8" if self.options["a16w8"] else "a8w4" if self.options["weights"] == "int4"
-            else "int8"
-        )  # fmt: skip
+        self.numerics = arm_quantized.numerics_of(self.options)
 
     def validate(self) -> None:
         config = self.options["accelerator_config"]
@@ -138,13 +118,7 @@ class EthosURecipe(Recipe):
             value = self.options[option]
             if value is not None and not isinstance(value, str):
                 raise UsageError(f"recipe {self.name}: option {option} must be a string")
-        for option in ("per_channel", "a16w8", "symmetric_io"):
-            if not isinstance(self.options[option], bool):
-                raise UsageError(f"recipe {self.name}: option {option} must be true or false")
-        if self.options["weights"] not in ("int8", "int4"):
-            raise UsageError(f"recipe {self.name}: option weights must be int8 or int4")
-        if self.options["weights"] == "int4" and self.options["a16w8"]:
-            raise UsageError(f"recipe {self.name}: int4 weights go with 8-bit activations only")
+        arm_quantized.validate(self.name, self.options)
         flags = self.options["extra_flags"]
         if isinstance(flags, str) or not all(isinstance(f, str) for f in flags):
             raise UsageError(f"recipe {self.name}: extra_flags must be a list of strings")
@@ -190,47 +164,17 @@ class EthosURecipe(Recipe):
         return spec
 
     def quantizer_identity(self) -> Mapping[str, Any]:
-        """Quantizer facts beyond the prepared graph (which the store fingerprints itself)."""
-        return {
-            "quantizer": "EthosUQuantizer",
-            "per_channel": self.options["per_channel"],
-            "a16w8": self.options["a16w8"],
-            **({"weights": "int4"} if self.options["weights"] == "int4" else {}),
-            **({"symmetric_io": True} if self.options["symmetric_io"] else {}),
-        }
+        return arm_quantized.identity("EthosUQuantizer", self.options)
 
     def quantizer(self, spec: Any) -> Any:
-        from executorch.backends.arm.quantizer import (
-            EthosUQuantizer,
-            get_symmetric_a16w8_quantization_config,
-            get_symmetric_quantization_config,
-        )
-        from executorch.backends.arm.quantizer.arm_quantizer import (
-            get_symmetric_a8w4_quantization_config,
-        )
+        from executorch.backends.arm.quantizer import EthosUQuantizer
 
-        make_config = (
-            get_symmetric_a16w8_quantization_config
-            if self.options["a16w8"]
-            else get_symmetric_a8w4_quantization_config
-            if self.options["weights"] == "int4"
-            else get_symmetric_quantization_config
-        )
-        config = make_config(is_per_channel=self.options["per_channel"])
-        quantizer = EthosUQuantizer(spec)
-        quantizer.set_global(config)
-        if self.options["symmetric_io"]:
-            quantizer.set_io(config)
-        return quantizer
+        return arm_quantized.configure(EthosUQuantizer(spec), self.options)
 
     def quantized_model(self, built: BuiltCase, spec: Any, workdir: Path) -> QuantizedModel:
-        root = self.shared_dir / "quantized" if self.shared_dir else workdir / ".quantized"
-        model = QuantizedStore(root).get(
-            built, self.quantizer_identity(), lambda: self.quantizer(spec)
-        )
-        if self.shared_dir is None:
-            shutil.rmtree(root, ignore_errors=True)
-        return model
+        return arm_quantized.quantized_model(built, self.quantizer_identity(),
+                                             lambda: self.quantizer(spec), self.shared_dir,
+                                             workdir)  # fmt: skip
 
     def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
         # The out-variants of quantize/dequantize that to_executorch needs; registered here
@@ -251,7 +195,7 @@ class EthosURecipe(Recipe):
             keep_delegate(case, module, dump, workdir / DELEGATES / name, spec, used)
             for name, module in zip(names, lowered, strict=True)
         ]
-        _strip_dump_path(case, lowered, spec)
+        strip_dump_path(case, lowered, spec)
         report = partition_report(program, partitioner, 0)
         save_host_program(host_program(program, lambda i, _: names[i]), workdir)
         pte, report = serialize_lowered(case, edge, report)
@@ -276,10 +220,10 @@ class EthosURecipe(Recipe):
         try:
             with captured_output() as printed:
                 edge = to_edge_transform_and_lower(
-                    model.program, partitioner=[partitioner], compile_config=_edge_config()
+                    model.program, partitioner=[partitioner], compile_config=arm_edge_config()
                 )
         except Exception as e:
-            _write_log(workdir, printed)
+            write_log(workdir, printed)
             if resource_exhaustion(e):
                 raise ResourceExhausted(
                     f"case {case!r}: lowering for {self.accelerator} ran out of "
@@ -292,7 +236,7 @@ class EthosURecipe(Recipe):
                 fix="restrict the case to other targets, or mark it xfail for this one with "
                 "the reason; the TOSA graph Vela got is among the kept files",
             ) from e
-        _write_log(workdir, printed)
+        write_log(workdir, printed)
         return edge, partitioner
 
     def _details(
@@ -334,33 +278,5 @@ class EthosURecipe(Recipe):
         }
 
 
-def _edge_config() -> Any:
-    """The edge config ExecuTorch's Arm flow lowers with (its test harness's default): no IR
-    validity check. With the check, the Arm passes reject a reduction to a scalar (torch.mean
-    over every dimension: a CONST_SHAPE of (), InternalError) that Vela then compiles fine
-    (measured on ExecuTorch's test_mean_dim cases, u55-ref and u85-ref, 2026-12)."""
-    from executorch.exir import EdgeCompileConfig
-
-    return EdgeCompileConfig(_check_ir_validity=False)
-
-
-def _strip_dump_path(case: str, lowered: Sequence[Any], spec: Any) -> None:
-    """Remove the dump folder from the delegates' compile specs, leaving a plain export's."""
-    plain = [(s.key, bytes(s.value)) for s in spec._to_list()]
-    for module in lowered:
-        specs = module.compile_specs
-        specs[:] = [s for s in specs if s.key != DUMP_KEY]
-        if [(s.key, bytes(s.value)) for s in specs] != plain:
-            raise ExportError(
-                f"case {case!r}: a delegate's compile specs differ from a plain export's "
-                "beyond the dump folder; the .pte would not be the standard one",
-                fix="the ExecuTorch Arm backend changed its compile specs; hil needs updating",
-            )
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _write_log(workdir: Path, printed: list[str]) -> None:
-    (workdir / "vela.log").write_text("".join(printed))

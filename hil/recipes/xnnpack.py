@@ -8,6 +8,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import torch
+
 from hil.case import BuiltCase
 from hil.errors import UsageError
 from hil.recipes.base import ExportProduct, Recipe
@@ -54,7 +56,48 @@ def _post_training_quantizer() -> Any:
     class PostTrainingXnnpackQuantizer(XNNPACKQuantizer):  # type: ignore[misc]
         SUPPORTED_PATTERNS = [p for p in XNNPACKQuantizer.SUPPORTED_PATTERNS if not p.is_qat]
 
+        def transform_for_annotation(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
+            return float_scalars_to_attrs(model)
+
     return PostTrainingXnnpackQuantizer()
+
+
+def float_scalars_to_attrs(model: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The scalar operand of a float add or mul as a float buffer, so the quantizer can give
+    it a quantization spec; integer arithmetic is left as it is.
+
+    XNNPACK's own transform (`_convert_scalars_to_attrs`) makes every scalar of every add and
+    mul a float buffer, integer ones included: a model that offsets int64 token ids
+    (`positions + 2`, as OPT does) then feeds float ids to its embedding and calibration fails
+    ("Expected tensor for argument #1 'indices' to have one of the following scalar types:
+    Long, Int"). Float nodes are rewritten as theirs rewrites them (the same buffer names), so
+    a float model's .pte is unchanged.
+    """
+    from torchao.quantization.pt2e.utils import get_new_attr_name_with_prefix
+
+    arithmetic = (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor)
+    for node in model.graph.nodes:
+        value = node.meta.get("val")
+        if node.op != "call_function" or node.target not in arithmetic or not (
+            isinstance(value, torch.Tensor) and value.dtype.is_floating_point
+        ):
+            continue
+        args = []
+        for arg in node.args:
+            if isinstance(arg, torch.fx.Node):
+                args.append(arg)
+                continue
+            name = get_new_attr_name_with_prefix("_tensor_constant_")(model)
+            constant = torch.tensor(float(arg))
+            model.register_buffer(name, constant)
+            with model.graph.inserting_before(node):
+                attr = model.graph.create_node("get_attr", name, (), {})
+                attr.meta["val"] = value.fake_mode.from_tensor(  # type: ignore[attr-defined]
+                    constant, static_shapes=True)
+            args.append(attr)
+        node.args = tuple(args)
+    model.recompile()
+    return model
 
 
 class XnnpackFp32Recipe(Recipe):

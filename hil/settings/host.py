@@ -19,7 +19,8 @@ class HostSettings:
 
 @dataclass(frozen=True)
 class ReferenceSettings:
-    """The stand-ins (ethos_u_ref, tosa_ref, cortex_m_ref) run in this process and take no keys."""
+    """The stand-ins (ethos_u_ref, tosa_ref, cortex_m_ref, vgf_emu) run in this process (or a
+    worker of theirs) and take no keys."""
 
     @classmethod
     def parse(cls, section: Section) -> ReferenceSettings:

@@ -16,6 +16,7 @@ TARGET_CLASSES = {
     "serial": "hil.targets.serial:SerialTarget",
     "ethos_u_ref": "hil.targets.ethos_u_ref:EthosURefTarget",
     "tosa_ref": "hil.targets.tosa_ref:TosaRefTarget",
+    "vgf_emu": "hil.targets.vgf_emu:VgfEmuTarget",
     "cortex_m_ref": "hil.targets.cortex_m_ref:CortexMRefTarget",
     "ssh": "hil.targets.ssh:SshTarget",
     "fvp": "hil.targets.fvp:FvpTarget",

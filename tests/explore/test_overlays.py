@@ -218,7 +218,7 @@ def test_vela_rows_are_summed_per_tosa_operator_of_their_source(
 ) -> None:
     from dataclasses import replace
 
-    from hil.explore.tosa_graph import TosaOp
+    from hil.artifacts.tosa_graph import TosaOp
 
     graph = explored.shown.delegates[0].graph
     ops = [TosaOp(i, "CONST", (), (f"c{i}",)) for i in range(6)]

@@ -27,7 +27,7 @@ from explore_paths import ARTIFACTS, HERE, REPO
 from hil.explore import server
 from hil.explore.node_errors import FORMAT
 from hil.explore.source import Source
-from hil.explore.tosa_graph import read_tosa
+from hil.artifacts.tosa_graph import read_tosa
 from hil.explore.viewer import Viewer
 
 

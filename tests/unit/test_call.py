@@ -51,10 +51,39 @@ def test_another_constant_is_another_model() -> None:
     assert model_fingerprint(one) != model_fingerprint(zero)
 
 
+class Divide(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, mode: str | None,
+                dtype: torch.dtype) -> torch.Tensor:  # fmt: skip
+        return torch.div(x, y, rounding_mode=mode).to(dtype)
+
+
+@pytest.mark.parametrize("mode", [None, "floor", "trunc"])
+def test_none_strings_and_dtypes_are_constants_the_program_is_exported_with(
+    mode: str | None,
+) -> None:
+    """ExecuTorch's div tests pass `rounding_mode=None`: a constant, as torch.export takes it."""
+    x, y = torch.randn(8) * 10, torch.randn(8).abs() + 0.5
+    built = hil.case_from_module("div", Divide(), (x, y, mode, torch.float16)).build()
+    assert len(built.inputs) == 2
+    program = torch.export.export(built.module, built.inputs)
+    assert len(program.graph_signature.user_inputs) == 2
+    expected = torch.div(x, y, rounding_mode=mode).half()
+    assert torch.equal(program.module()(*built.inputs), expected)
+
+
+def test_a_none_constant_is_another_model_than_a_string() -> None:
+    x = torch.randn(4)
+    fingerprints = {
+        model_fingerprint(hil.case_from_module("div", Divide(), (x, x, m, torch.float32))
+                          .build().module)
+        for m in (None, "floor", "None")
+    }  # fmt: skip
+    assert len(fingerprints) == 3
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (((X, Y), "1"), "argument leaf 2 is str; a model's arguments may hold tensors"),
         ((1, 2.0), "inputs hold no tensor"),
         (3.5, "inputs must be a tensor or a non-empty tuple of the model's arguments, got float"),
     ],

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hil.errors import TargetCrash, TargetStateError
+from hil.errors import RunRefused, TargetCrash, TargetStateError
 from hil.ethos_u.tosa_delegate import (
     OP,
     TensorSpec,
@@ -74,16 +74,27 @@ def test_runner_answers_delegate_calls() -> None:
     assert out[0].tolist() == [[3], [5]]
 
 
-def test_a_status_other_than_valid_is_an_error_with_the_status() -> None:
+def test_an_unpredictable_result_is_the_programs_refusal_with_the_reason() -> None:
+    """TOSA leaves the result undefined (an overflow, pow of a base <= 0): the program's fault on
+    these inputs, as a kernel's own check is (RunRefused: a test failure, which a test may
+    expect), not a crash of the target."""
     spec = TensorSpec((1, 1), "int32", (0, 1))
     runner = TosaRunner(
         {"delegate_0": b"graph"},
         fake_reference("TOSA_UNPREDICTABLE", "Integer addition: positive overflow"),
     )
-    with pytest.raises(TargetCrash) as caught, runner:
+    with pytest.raises(RunRefused) as caught, runner:
         OP("delegate_0", encode_outputs([spec]), [torch.tensor([[1]], dtype=torch.int32)])
     assert "TOSA_UNPREDICTABLE" in str(caught.value)
     assert "positive overflow" in str(caught.value)
+
+
+def test_a_graph_the_reference_model_rejects_is_a_crash_with_the_status() -> None:
+    spec = TensorSpec((1, 1), "int32", (0, 1))
+    runner = TosaRunner({"delegate_0": b"graph"}, fake_reference("TOSA_ERROR", "bad graph"))
+    with pytest.raises(TargetCrash) as caught, runner:
+        OP("delegate_0", encode_outputs([spec]), [torch.tensor([[1]], dtype=torch.int32)])
+    assert "TOSA_ERROR" in str(caught.value)
 
 
 def test_an_unknown_delegate_is_named() -> None:

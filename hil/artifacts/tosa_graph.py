@@ -1,5 +1,8 @@
-"""A delegate's TOSA graph as the viewer draws it: operators by index, tensors by name.
+"""A delegate's TOSA graph, read: operators by index, tensors by name, shape and type.
 
+One reader for the TOSA flatbuffers the Arm recipes keep beside a .pte: the viewer draws them
+(hil explore), their stage assertions count their operators (hil.executorch_ops), and a
+delegate whose inputs the reference model refuses is compared with them (hil.ethos_u).
 Read with the TOSA flatbuffer bindings of tosa-tools (in hil's venv). The TOSA adapter of Model
 Explorer names the node of operator N of a region's block `<region>/opN` (`main/op5`), counting
 every operator, constants included; Vela's debug database numbers the operators it read the
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hil.errors import ExploreError
+from hil.errors import CacheError
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class TosaGraph:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     shapes: dict[str, tuple[int, ...]]
+    dtypes: dict[str, str]  # "INT8", "FP32", ...
 
     def node_id(self, index: int) -> str:
         """The operator's node id in the viewer's TOSA graph."""
@@ -50,15 +54,27 @@ class TosaGraph:
 def read_tosa(path: Path) -> TosaGraph:
     """The first block of the first region (what ExecuTorch's Arm backend writes)."""
     try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CacheError(f"cannot read the TOSA graph {path}: {e}",
+                         fix="the artifact is damaged: delete its cache folder and run again "
+                         "to re-export") from e  # fmt: skip
+    return parse_tosa(data, path)
+
+
+def parse_tosa(data: bytes, path: Path = Path("<memory>")) -> TosaGraph:
+    """`read_tosa` of bytes already read (`path` names where they came from)."""
+    try:
+        from tosa.DType import DType  # type: ignore[import-untyped]
         from tosa.Op import Op  # type: ignore[import-untyped]
         from tosa.TosaGraph import TosaGraph as Flat  # type: ignore[import-untyped]
     except ImportError as e:
-        raise ExploreError(
+        raise CacheError(
             "the TOSA bindings (tosa-tools) are not installed",
             fix="install executorch[ethos-u]==1.5.1 into hil's venv (make setup)",
         ) from e
     try:
-        graph = Flat.GetRootAsTosaGraph(path.read_bytes(), 0)
+        graph = Flat.GetRootAsTosaGraph(data, 0)
         region = graph.Regions(0)
         block = region.Blocks(0)
         names = {value: name for name, value in vars(Op).items() if not name.startswith("_")}
@@ -71,12 +87,13 @@ def read_tosa(path: Path) -> TosaGraph:
             )
             for i in range(block.OperatorsLength())
         )
-        shapes = {}
+        types = {value: name for name, value in vars(DType).items() if not name.startswith("_")}
+        shapes, dtypes = {}, {}
         for i in range(block.TensorsLength()):
             tensor = block.Tensors(i)
-            shapes[_text(tensor.Name())] = tuple(
-                int(tensor.Shape(j)) for j in range(tensor.ShapeLength())
-            )
+            name = _text(tensor.Name())
+            shapes[name] = tuple(int(tensor.Shape(j)) for j in range(tensor.ShapeLength()))
+            dtypes[name] = types.get(tensor.Type(), f"UNKNOWN({tensor.Type()})")
         return TosaGraph(
             path=path,
             region=_text(region.Name()) or "region0",
@@ -84,9 +101,10 @@ def read_tosa(path: Path) -> TosaGraph:
             inputs=_strings(block, "Inputs"),
             outputs=_strings(block, "Outputs"),
             shapes=shapes,
+            dtypes=dtypes,
         )
-    except (OSError, AttributeError, IndexError, TypeError, ValueError) as e:
-        raise ExploreError(
+    except (AttributeError, IndexError, TypeError, ValueError) as e:
+        raise CacheError(
             f"cannot read the TOSA graph {path}: {type(e).__name__}: {e}",
             fix="the artifact is damaged: delete its cache folder and run again to re-export",
         ) from e

@@ -1,0 +1,104 @@
+"""ExecuTorch's own harness over their Arm operator tests, in parts, each part's run kept.
+
+Their whole folder (156 files, about 12,000 cases) takes hours in their harness on two cores,
+so it runs in parts of a few files, each part one pytest process whose junit file and wall
+time are kept under `.hil/bench/theirs/` (`part-<first file>.xml` and `parts.json`). A later
+run does only the files no kept part covers, so the side can be built up over several runs
+and reused by `bench/executorch_ops_all.py`.
+
+    .venv/bin/python bench/their_harness.py                  # every file not kept yet
+    .venv/bin/python bench/their_harness.py --files test_add test_sub --again
+
+Their harness runs as installed: without an FVP its Ethos-U cases compile through Vela and
+fail for want of the FVP (their expected failure); with the ML SDK's model-converter on PATH
+(hil's `make` installs it) their VGF cases lower and convert, and the ones that would run on
+their Vulkan executor_runner fail for want of it (their expected failure too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from npu_vs_executorch import REPO, junit_outcomes, ops_folder, pytest_run
+
+KEPT = REPO / ".hil" / "bench" / "theirs"
+MANIFEST = KEPT / "parts.json"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One kept run of their harness."""
+
+    files: list[str]  # under their ops folder, no suffix: "test_add", "mxfp/test_mxfp_linear"
+    junit: str  # file name under KEPT
+    seconds: float  # the whole run
+    start_up: float  # pytest's start-up on the same files with nothing selected
+    day: str
+
+
+def all_files() -> list[str]:
+    """Their test files as paths under the ops folder without ".py" ("test_add",
+    "mxfp/test_mxfp_linear")."""
+    folder = ops_folder()
+    return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.rglob("test_*.py"))
+
+
+def kept_parts() -> list[Part]:
+    if not MANIFEST.exists():
+        return []
+    return [Part(**p) for p in json.loads(MANIFEST.read_text())]
+
+
+def save(parts: list[Part]) -> None:
+    KEPT.mkdir(parents=True, exist_ok=True)
+    MANIFEST.write_text(json.dumps([asdict(p) for p in parts], indent=1) + "\n")
+
+
+def run_part(files: list[str], work: Path, env: dict[str, str]) -> Part:
+    paths = [str(ops_folder() / f"{f}.py") for f in files]
+    start = pytest_run(f"start-up {files[0].replace('/', '-')}", [*paths, "-k", "no_test_has_this_name"], work,
+                       env).seconds  # fmt: skip
+    label = f"part-{files[0].replace('/', '-')}"
+    run = pytest_run(label, paths, work, env)
+    KEPT.mkdir(parents=True, exist_ok=True)
+    junit = KEPT / f"{label}.xml"
+    (work / f"{label}.xml").replace(junit)
+    return Part(files, junit.name, run.seconds, start, time.strftime("%Y-%m-%d"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", nargs="+", help="their file stems (default: every file)")
+    parser.add_argument("--part-size", type=int, default=12, help="files a pytest run")
+    parser.add_argument("--again", action="store_true", help="rerun files already kept")
+    args = parser.parse_args()
+    wanted = args.files or all_files()
+    parts = kept_parts()
+    if args.again:
+        parts = [p for p in parts if not set(p.files) & set(wanted)]
+    done = {f for p in parts for f in p.files}
+    todo = [f for f in wanted if f not in done]
+    print(f"their harness: {len(wanted)} files, {len(wanted) - len(todo)} kept, {len(todo)} to run")
+    work = Path(tempfile.mkdtemp(prefix="hil-theirs-"))
+    env = {**os.environ,
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    for i in range(0, len(todo), args.part_size):
+        part = run_part(todo[i:i + args.part_size], work, env)
+        parts.append(part)
+        save(parts)  # kept as it goes: an interrupted run loses one part at most
+    total = sum(len(junit_outcomes(KEPT / p.junit)) for p in parts)
+    print(f"kept: {len(parts)} parts, {total} cases, under {KEPT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
