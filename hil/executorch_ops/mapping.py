@@ -12,10 +12,12 @@
                           for u55_subset=True, an Ethos-U55's)
     CortexMTester         ExecuTorch's Cortex-M harness (test_dialect, test_implementation):
                           the cortex-m recipe (cortex-m55-ref, qemu-m55, boards)
+    VgfPipeline           the VGF recipes (vgf-emu): vgf when it quantizes (its default), vgf-fp
+                          with quantize=False; the test's TOSA specification as theirs builds it
 
 Not answered, each skipped with its name and why: EthosU65PipelineINT (no U65 target),
-VgfPipeline (no Vulkan target), PassPipeline, TransformAnnotationPassPipeline and
-QuantizationPipeline (they test one ExecuTorch pass or annotation, not a program on a target).
+PassPipeline, TransformAnnotationPassPipeline and QuantizationPipeline (they test one
+ExecuTorch pass or annotation, not a program on a target).
 
 A variant is what the test's quantization asks for, read from the pipeline's own options and
 the config the test set with `quantizer.set_global(...)` (which wins, as in their harness):
@@ -41,10 +43,11 @@ from hil.executorch_ops.calls import PipelineCall
 from hil.verdict.tolerances import ToleranceOverride
 
 INT_RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8")
-FLOAT_RECIPES = ("tosa-fp", "portable", "xnnpack-fp32")
+FLOAT_RECIPES = ("tosa-fp", "portable", "xnnpack-fp32", "vgf-fp")
+VGF = "vgf"  # the collected choice for a VgfPipeline; its call picks vgf or vgf-fp
+VGF_DEFAULT_SPEC = "TOSA-1.0+FP+INT+int4+int16"  # VgfCompileSpec()'s, as VgfPipeline takes it
 NOT_ANSWERED = {
     "EthosU65PipelineINT": "hil has no Ethos-U65 target",
-    "VgfPipeline": "hil has no VGF (Vulkan) target",
     "PassPipeline": "it tests one ExecuTorch pass, not a program on a target",
     "TransformAnnotationPassPipeline": "it tests an annotation pass, not a program on a target",
     "QuantizationPipeline": "it tests the quantizer's annotations, not a program on a target",
@@ -64,7 +67,17 @@ def numerics(pipeline: str, options: dict[str, Any] | None = None) -> str:
         return "fp"
     if pipeline == "OpNotSupportedPipeline":
         return "int" if (options or {}).get("quantize") else "fp"
+    if pipeline == "VgfPipeline":
+        return "int" if (options or {}).get("quantize", True) else "fp"
     return "int"
+
+
+def call_recipe(call: PipelineCall, collected: str) -> str:
+    """The recipe that answers `call` on the target chosen at collection: a VgfPipeline's
+    `quantize` picks vgf or vgf-fp (known only once the test built it)."""
+    if call.pipeline == "VgfPipeline" and collected == VGF:
+        return VGF if numerics(call.pipeline, call.options) == "int" else "vgf-fp"
+    return collected
 
 
 def recipes_for(pipeline: str, spec: DeviceSpec) -> list[str]:
@@ -72,12 +85,14 @@ def recipes_for(pipeline: str, spec: DeviceSpec) -> list[str]:
     if pipeline in NOT_ANSWERED:
         return []
     names = spec.recipe_names
+    if pipeline == "VgfPipeline":  # one choice; the call picks vgf or vgf-fp (call_recipe)
+        return [VGF] if VGF in names or "vgf-fp" in names else []
     family = NPU_FAMILY.get(pipeline)
     if family is not None:
         fits = spec.npu is not None and spec.npu.startswith(family) and "ethos-u" in names
         return ["ethos-u"] if fits else []
     if numerics(pipeline) == "fp" and pipeline != "OpNotSupportedPipeline":
-        return [r for r in FLOAT_RECIPES if r in names]
+        return [r for r in FLOAT_RECIPES if r in names and r != "vgf-fp"]
     if pipeline == "OpNotSupportedPipeline":  # an Arm partition to assert on: INT or FP
         return [r for r in names if r in ("ethos-u", "tosa-fp")][:1]
     if pipeline == "CortexMTester":
@@ -121,6 +136,8 @@ def fit_reason(pipeline: str, targets: list[str]) -> str:
     if pipeline == "OpNotSupportedPipeline":
         return (f"{pipeline} asserts an Arm partition: give an Ethos-U target, not "
                 f"{', '.join(targets)}")
+    if pipeline == "VgfPipeline":
+        return f"{pipeline} runs on vgf-emu (the VGF recipes), not on {', '.join(targets)}"
     kind = ("a float recipe (tosa-fp-ref, host, ...)" if numerics(pipeline) == "fp"
             else "an int8 recipe")  # fmt: skip
     return f"{pipeline} needs {kind}, which {', '.join(targets)} do not have"
@@ -156,11 +173,30 @@ def _per_channel(config: Any) -> bool | None:
     return "per_channel" in scheme if scheme else None
 
 
+def vgf_spec(call: PipelineCall) -> str:
+    """The TOSA specification a VgfPipeline lowers for, built as theirs builds it: the test's
+    `tosa_spec`, else `tosa_version` (VgfCompileSpec's default) with `tosa_extensions` (bf16
+    when the version has FP and the test names none)."""
+    given = call.option("tosa_spec")
+    if given is not None:
+        return str(given)
+    version = str(call.option("tosa_version") or VGF_DEFAULT_SPEC)
+    extensions = call.option("tosa_extensions")
+    if extensions is None:
+        extensions = ["bf16"] if "FP" in version else []
+    return version + "".join(f"+{e}" for e in extensions)
+
+
 def variant_of(call: PipelineCall, recipe: str) -> Variant:
     """The variant `call` asks of `recipe`."""
     extensions = [str(e) for e in call.option("tosa_extensions") or ()]
+    if recipe == "vgf-fp":
+        found = _float_variant(call, recipe)
+        return Variant(found.label, {"tosa_spec": vgf_spec(call)}, found.unsupported)
     if recipe in FLOAT_RECIPES:
         return _float_variant(call, recipe)
+    if recipe == VGF:  # its specification has int16 by default: 16 bits only by the config
+        extensions = []
     config = call.global_config
     a16 = bool(call.option("a16w8_quantization")) or "int16" in extensions
     per_channel = bool(call.option("per_channel_quantization", True))
@@ -179,7 +215,7 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
     label = "a16w8" if a16 else ("a8w4" if four_bit else "int8")
     label += "" if per_channel else " per-tensor"
     label += " symmetric-io" if symmetric_io else ""
-    if recipe != "ethos-u":
+    if recipe not in ("ethos-u", VGF):
         asked = (("16-bit activations", a16 and recipe != "cortex-m"), ("4-bit weights",
                  four_bit), ("symmetric input/output quantization", symmetric_io),
                  ("per-tensor weights", not per_channel and recipe == "cortex-m"))
@@ -192,6 +228,8 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
         return Variant(label, {"per_channel": per_channel})
     options = {"a16w8": a16, "per_channel": per_channel, "weights": "int4" if four_bit else "int8",
                "symmetric_io": symmetric_io}  # fmt: skip
+    if recipe == VGF:
+        options["tosa_spec"] = vgf_spec(call)
     if a16 and four_bit:
         return Variant(label, unsupported="16-bit activations with 4-bit weights")
     return Variant(label, options)
@@ -208,7 +246,7 @@ def _float_variant(call: PipelineCall, recipe: str) -> Variant:
         extensions = sorted({str(e) for e in call.option("tosa_extensions") or ()})
         version = str(call.option("tosa_version") or "1.0")
         return Variant(label, {"version": version, "extensions": extensions})
-    if dtype in FLOAT_TYPES_RUN:
+    if dtype in FLOAT_TYPES_RUN or recipe == "vgf-fp":
         return Variant(label)
     return Variant(label, unsupported=f"{label} inputs: ExecuTorch's portable and XNNPACK "
                    f"kernels have no {label} arithmetic, so hil's {recipe} recipe cannot run it")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from hil.executorch_ops.calls import PipelineCall, StageAssertion
+from hil.executorch_ops.mapping import vgf_spec
 
 DELEGATE_CALL = "torch.ops.higher_order.executorch_call_delegate"
 Runner = Callable[[PipelineCall], None]
@@ -194,7 +195,39 @@ class EthosU85PipelineINT(EthosU55PipelineINT):
 
 
 class VgfPipeline(StandIn):
+    """Their VGF pipeline: `n_expected_delegates` (default 1) delegates, and for a quantized
+    program with float inputs, no quantize/dequantize left outside the delegates when the
+    specification has both INT and FP (theirs asserts it so, quant_nodes stages)."""
+
     name = "VgfPipeline"
+
+    def initial_assertions(self) -> Iterable[StageAssertion]:
+        aten, exir = (self.call.option(n) for n in self.op_names)
+        yield StageAssertion("check", "aten", _names(aten))
+        yield StageAssertion("check_not", "exir", _names(exir))
+        yield StageAssertion("check_count", "exir",
+                             {DELEGATE_CALL: int(self.call.option("n_expected_delegates", 1))})
+        spec = vgf_spec(self.call)
+        quantized = bool(self.call.option("quantize", True))
+        if quantized and "INT" in spec and "FP" in spec and _float_inputs(self.call.inputs):
+            yield StageAssertion("check_not", "to_edge_transform_and_lower", list(QDQ_EDGE))
+
+
+QDQ_EDGE = tuple(
+    f"executorch_exir_dialects_edge__ops_quantized_decomposed_{op}_default"
+    for op in ("quantize_per_tensor", "dequantize_per_tensor", "quantize_per_channel",
+               "dequantize_per_channel")
+)
+
+
+def _float_inputs(inputs: Any) -> bool:
+    import torch
+
+    if isinstance(inputs, torch.Tensor):
+        return inputs.is_floating_point()
+    if isinstance(inputs, (tuple, list)):
+        return any(_float_inputs(i) for i in inputs)
+    return False
 
 
 class OpNotSupportedPipeline(StandIn):

@@ -72,6 +72,10 @@ class CaseRunner:
         spec = self.state.registry.get(self.choice.target)
         if recipe not in mapping.recipes_for(call.pipeline, spec):
             pytest.skip(mapping.fit_reason(call.pipeline, [self.choice.target]))
+        recipe = mapping.call_recipe(call, recipe)
+        if recipe not in spec.recipe_names:
+            pytest.skip(f"{call.pipeline} asks for hil's {recipe} recipe, which "
+                        f"{self.choice.target} does not list")
         if (subset := mapping.subset_reason(call, spec, self.choice.target)) is not None:
             pytest.skip(subset)
         variant = mapping.variant_of(call, recipe)
@@ -91,7 +95,7 @@ class CaseRunner:
         if self.noting is not None:
             self.noting.append((case, self.choice.target, chosen))
             raise Noted
-        self._check(call, case, chosen, variant)
+        self._check(call, case, chosen, variant, recipe)
 
     def _quantized(self, case: Case, chosen: str | RecipeSpec) -> bool:
         """Whether the program quantizes something (its export, made now or cached, says): only
@@ -104,9 +108,9 @@ class CaseRunner:
         return bool(artifact.quantized_ops)
 
     def _check(self, call: PipelineCall, case: Case, chosen: str | RecipeSpec,
-               variant: mapping.Variant) -> None:  # fmt: skip
+               variant: mapping.Variant, recipe: str) -> None:  # fmt: skip
         session, target = self.state.session, self.choice.target
-        hil_variant = HilVariant(self.case_name, case, target, self.choice.recipe or "")
+        hil_variant = HilVariant(self.case_name, case, target, recipe)
         earlier = session.broken_cause(target)
         try:
             session.target(target)
@@ -130,7 +134,7 @@ class CaseRunner:
             self._expected(e)
             raise
         numerics = mapping.numerics(call.pipeline, call.options)
-        checked = stages.evaluate(call.assertions, result.artifact, self.choice.recipe or "",
+        checked = stages.evaluate(call.assertions, result.artifact, recipe,
                                   call.pipeline)  # fmt: skip
         theirs = their_rule.their_verdict(call, numerics, result.arrays_path, result.artifact)
         record = result.to_record()

@@ -33,7 +33,7 @@ PREFIXES = ("executorch_exir_dialects_edge__ops_", "torch.ops.", "torch_ops_")
 DELEGATE = "higher_order_executorch_call_delegate"
 JUDGED, FAILED, REPORTED = "judged", "failed", "reported"
 # Arm's own partitions and passes: their checks apply
-ARM_LOWERINGS = ("ethos-u", "cortex-m", "tosa-fp")
+ARM_LOWERINGS = ("ethos-u", "cortex-m", "tosa-fp", "vgf", "vgf-fp")
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.lowering import export_program, exporter_step
 from hil.recipes.quantized import QuantizedModel
 from hil.recipes.stages import failing_stage
+from hil.vgf import environment
 
 DELEGATES = "delegates"
 VGF_FILE = "out.vgf"
@@ -60,12 +61,10 @@ def converter_found() -> Iterator[None]:
     has it, which PATH need not name (a test runner started by its full path)."""
     from executorch.backends.arm.vgf.model_converter import find_model_converter_binary
 
-    from hil.vgf.environment import model_converter
-
     if find_model_converter_binary() is not None:
         yield
         return
-    os.environ["MODEL_CONVERTER_PATH"] = str(model_converter())
+    os.environ["MODEL_CONVERTER_PATH"] = str(environment.model_converter())
     try:
         yield
     finally:

@@ -259,7 +259,7 @@ class Session:
                       "operator")
         divergence, why = explain_check(built, artifact, recipe, spec,
                                         self.results_dir / "explain" / name,
-                                        self.cache.root / "shared")  # fmt: skip
+                                        self.cache.root / "shared", result.log)  # fmt: skip
         if divergence is not None:
             path = self.results_dir / "node-errors" / f"{name}.json"
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from hil.artifacts.store import Artifact
 from hil.call import fresh
 from hil.case import Inputs
 from hil.devices import TimingPolicy
-from hil.errors import DeployError, RunRefused, TargetCrash
+from hil.errors import DeployError, RunRefused, TargetCrash, TargetUnavailable
 from hil.ethos_u.tosa_delegate import (
     NDArray,
     TensorSpec,
@@ -66,7 +66,7 @@ class Agreement:
     integer: bool = True
 
     def add(self, vgf: NDArray, tosa: NDArray) -> None:
-        a, b = np.asarray(vgf), np.asarray(tosa)
+        a, b = _numeric(vgf), _numeric(tosa)
         self.integer = self.integer and a.dtype.kind in "iub"
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
         finite = np.isfinite(diff)
@@ -106,11 +106,12 @@ class VgfRunner(TosaRunner):
              ) -> list[torch.Tensor]:  # fmt: skip
         if delegate not in self.program.scenarios:
             raise DeployError(f"the program calls VGF delegate {delegate!r}, which this "
-                              "deployment lacks", fix="delete the artifact's cache entry")  # fmt: skip
+                              "deployment lacks", fix="delete the artifact's cache entry")
         key, scenario = self.program.scenarios[delegate]
         arrays = [to_tosa_layout(t) for t in inputs]
         _check_inputs(delegate, scenario, arrays)
-        given = [a.astype(s.dtype, copy=False) for a, s in zip(arrays, scenario.inputs, strict=True)]
+        given = [a.astype(s.dtype, copy=False)
+                 for a, s in zip(arrays, scenario.inputs, strict=True)]
         results = self.worker.request(f"running VGF delegate {delegate}", "run", key, given)
         if len(results) != len(outputs):
             raise TargetCrash(f"VGF delegate {delegate!r} returned {len(results)} outputs, "
@@ -125,6 +126,13 @@ class VgfRunner(TosaRunner):
 
     def summary(self) -> str:
         return SUMMARY + " " + "; ".join(a.describe(n) for n, a in sorted(self.agreement.items()))
+
+
+def _numeric(array: NDArray) -> NDArray:
+    """An output as numbers: the types numpy lacks (bfloat16, float8) come back as raw
+    bytes (void), compared as their bits, which for these formats count ulps apart."""
+    found = np.asarray(array)
+    return found.view(f"u{found.dtype.itemsize}") if found.dtype.kind == "V" else found
 
 
 def _check_inputs(delegate: str, scenario: ScenarioFiles, arrays: Sequence[NDArray]) -> None:
@@ -158,6 +166,21 @@ class VgfEmuTarget(TosaRefTarget):
         self._worker = VgfWorker(stack, self._folder / "worker.log")
         self._worker.start()
         self._programs = {}
+        self._probe()
+
+    def _probe(self) -> None:
+        """Create the instance and device once with every layer: no device, a layer that does
+        not load or an extension missing is the machine's state, said before any case."""
+        assert self._worker is not None and self._folder is not None
+        try:
+            self._worker.request("probing the Vulkan device and layers", "probe",
+                                 str(self._folder), timeout_s=LOAD_TIMEOUT_S)  # fmt: skip
+        except (RunRefused, TargetCrash) as e:
+            raise TargetUnavailable(
+                f"the Vulkan device and layers are not usable here: {e.message}",
+                fix=f"{environment.DEBIAN_FIX}; and {environment.ML_SDK_FIX}; hil doctor "
+                f"--target {self.spec.name} shows what was found",
+            ) from e
 
     def _running_worker(self) -> VgfWorker:
         """The worker, started again when the last one was lost (killed after a hang, or

@@ -20,8 +20,14 @@ import numpy as np
 from hil.errors import DeployError
 from hil.vgf.environment import vgf_dump
 
-# Vulkan tensor formats of VGF inputs and outputs, as numpy types
+# Vulkan tensor formats of VGF inputs and outputs, as numpy types; the float types numpy lacks
+# travel as their bits (hil.arrays.RAW_BITS: the delegate's arrays are those bits already)
 FORMATS: dict[str, str] = {
+    "VK_FORMAT_R16_SFLOAT_FPENCODING_BFLOAT16_ARM": "uint16",
+    "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM": "uint8",
+    "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM": "uint8",
+    "VK_FORMAT_R64_UINT": "uint64",
+    "VK_FORMAT_R64_SFLOAT": "float64",
     "VK_FORMAT_R8_SINT": "int8",
     "VK_FORMAT_R8_UINT": "uint8",
     "VK_FORMAT_R8_BOOL_ARM": "bool",

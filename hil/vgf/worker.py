@@ -11,6 +11,8 @@ Frames on stdin and stdout: a 4-byte little-endian length, then a pickled tuple.
     ("load", key, scenario_json, folder, input_uids, output_uids)  ->  ("ok", None)
     ("run", key, [input arrays])          ->  ("ok", [output arrays])
     ("drop", key)                         ->  ("ok", None)
+    ("probe", folder)                     ->  ("ok", None): an empty scenario, which creates
+                                              the instance and device with every layer
 
 and any failure answers ("error", "<type>: <message>"). What the scenario runner's own library
 prints goes to stderr (the client's log file), never into the frames.
@@ -70,6 +72,13 @@ class Scenarios:
 
     def drop(self, key: str) -> None:
         self.built.pop(key, None)
+
+    def probe(self, folder: str) -> None:
+        from pathlib import Path
+
+        empty = Path(folder) / "probe.json"
+        empty.write_text('{"commands": [], "resources": []}')
+        self.runner.load_scenario(str(empty), work_dir=folder, output_dir=folder)
 
 
 def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
