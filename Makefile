@@ -12,9 +12,10 @@ EXPLORER_STAMP := $(EXPLORER_VENV)/.hil-viewer.json
 
 # Targets that need no hardware run on any machine once `make suites` has set it up (u55-ref and
 # u85-ref: Ethos-U numerics from the TOSA reference model, cycles and memory estimated by Vela;
-# tosa-fp-ref: the TOSA floating-point profile in the same reference model);
+# tosa-fp-ref: the TOSA floating-point profile in the same reference model; vgf-emu: VGF programs
+# on the ML SDK's emulation layer over Mesa's software Vulkan);
 # the FVP targets run where an Arm Corstone FVP is installed and skip with the install steps.
-SUITE_TARGETS ?= host vboard u55-ref u85-ref tosa-fp-ref cortex-m55-ref fvp-u55 fvp-u85 pi5-emu
+SUITE_TARGETS ?= host vboard u55-ref u85-ref tosa-fp-ref vgf-emu cortex-m55-ref fvp-u55 fvp-u85 pi5-emu
 SUITE_ARGS    ?=
 REPORT_ARGS   ?=
 RESULTS_DIR   := .hil/results
@@ -22,15 +23,18 @@ REPORT_DIR    := .hil/report
 ALLURE_DIR    := .hil/allure
 TEST_ARGS     ?=
 
-# Debian packages for the emulated targets (QEMU boards, the emulated Pi, the virtual lab),
+# Debian packages for the emulated targets (QEMU boards, the emulated Pi, the virtual lab, and
+# vgf-emu's Vulkan: the loader, Mesa's lavapipe, the validation layer, vulkaninfo for doctor),
 # the runner's build (ninja; zlib and OpenSSL give it fast CRC-32 and SHA-256) and the report
-# tests (Chromium). A missing command or header below means the packages are installed.
+# tests (Chromium). A missing command or file below means the packages are installed.
 APT_PACKAGES := qemu-system-arm qemu-user qemu-user-static gcc-arm-none-eabi \
 	libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib g++-aarch64-linux-gnu \
-	openssh-server openssh-client socat ser2net chromium ninja-build zlib1g-dev libssl-dev
+	openssh-server openssh-client socat ser2net chromium ninja-build zlib1g-dev libssl-dev \
+	libvulkan1 mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
 APT_PROBES   := qemu-system-arm qemu-aarch64 arm-none-eabi-gcc aarch64-linux-gnu-g++ sshd socat \
-	ser2net chromium ninja
-APT_HEADERS  := /usr/include/zlib.h /usr/include/openssl/sha.h
+	ser2net chromium ninja vulkaninfo
+APT_HEADERS  := /usr/include/zlib.h /usr/include/openssl/sha.h \
+	/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
 
 .PHONY: suites suites-m55 test setup system-deps lint bench clean
 
@@ -69,7 +73,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,lab,suites]'
+	$(BIN)/pip install --quiet -e '.[dev,lab,suites,vgf]'
 	touch $(STAMP)
 
 # Installed by hil's own installer (what `hil explore` runs on first use); redone when the pinned

@@ -2,9 +2,9 @@
 
 Their whole folder (156 files, about 12,000 cases) takes hours in their harness on two cores,
 so it runs in parts of a few files, each part one pytest process whose junit file and wall
-time are kept under `.hil/bench/theirs/` (`part-<first file>.xml` and `parts.json`). A later
-run does only the files no kept part covers, so the side can be built up over several runs
-and reused by `bench/executorch_ops_all.py`.
+time are kept under `.hil/bench/theirs/` (`part-<first file>.xml`; each run's own
+`parts-<pid>.json`). A later run does only the files no kept part covers, so the side can
+be built up over several runs and reused by `bench/executorch_ops_all.py`.
 
     .venv/bin/python bench/their_harness.py                  # every file not kept yet
     .venv/bin/python bench/their_harness.py --files test_add test_sub --again
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -31,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from npu_vs_executorch import REPO, junit_outcomes, ops_folder, pytest_run
 
 KEPT = REPO / ".hil" / "bench" / "theirs"
-MANIFEST = KEPT / "parts.json"
 
 
 @dataclass(frozen=True)
@@ -53,20 +53,38 @@ def all_files() -> list[str]:
 
 
 def kept_parts() -> list[Part]:
-    if not MANIFEST.exists():
-        return []
-    return [Part(**p) for p in json.loads(MANIFEST.read_text())]
+    """Every kept part: the manifest's, and any a run wrote under a name of its own."""
+    found: dict[str, Part] = {}
+    for manifest in sorted(KEPT.glob("parts*.json")):
+        for entry in json.loads(manifest.read_text()):
+            found[entry["junit"]] = Part(**entry)
+    return list(found.values())
 
 
-def save(parts: list[Part]) -> None:
+def save(part: Part) -> None:
+    """Add `part` to this run's own manifest (parts-<pid>.json: several runs may share the
+    folder, each writing only its own file)."""
     KEPT.mkdir(parents=True, exist_ok=True)
-    MANIFEST.write_text(json.dumps([asdict(p) for p in parts], indent=1) + "\n")
+    own = KEPT / f"parts-{os.getpid()}.json"
+    parts = json.loads(own.read_text()) if own.exists() else []
+    own.write_text(json.dumps([*parts, asdict(part)], indent=1) + "\n")
+
+
+def claim(files: list[str]) -> bool:
+    """Whether this run takes the part starting with `files[0]` (another run may have)."""
+    claims = KEPT / "claims"
+    claims.mkdir(parents=True, exist_ok=True)
+    try:
+        (claims / files[0].replace("/", "-")).open("x").close()
+    except FileExistsError:
+        return False
+    return True
 
 
 def run_part(files: list[str], work: Path, env: dict[str, str]) -> Part:
     paths = [str(ops_folder() / f"{f}.py") for f in files]
-    start = pytest_run(f"start-up {files[0].replace('/', '-')}", [*paths, "-k", "no_test_has_this_name"], work,
-                       env).seconds  # fmt: skip
+    start = pytest_run(f"start-up {files[0].replace('/', '-')}",
+                       [*paths, "-k", "no_test_has_this_name"], work, env).seconds
     label = f"part-{files[0].replace('/', '-')}"
     run = pytest_run(label, paths, work, env)
     KEPT.mkdir(parents=True, exist_ok=True)
@@ -80,21 +98,24 @@ def main() -> int:
     parser.add_argument("--files", nargs="+", help="their file stems (default: every file)")
     parser.add_argument("--part-size", type=int, default=12, help="files a pytest run")
     parser.add_argument("--again", action="store_true", help="rerun files already kept")
+    parser.add_argument("--from-end", action="store_true",
+                        help="take parts from the end of the list (a second run beside a first "
+                        "shares the work: each part is claimed by one run)")
     args = parser.parse_args()
     wanted = args.files or all_files()
-    parts = kept_parts()
     if args.again:
-        parts = [p for p in parts if not set(p.files) & set(wanted)]
-    done = {f for p in parts for f in p.files}
+        shutil.rmtree(KEPT / "claims", ignore_errors=True)
+    done = set() if args.again else {f for p in kept_parts() for f in p.files}
     todo = [f for f in wanted if f not in done]
     print(f"their harness: {len(wanted)} files, {len(wanted) - len(todo)} kept, {len(todo)} to run")
     work = Path(tempfile.mkdtemp(prefix="hil-theirs-"))
     env = {**os.environ,
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-    for i in range(0, len(todo), args.part_size):
-        part = run_part(todo[i:i + args.part_size], work, env)
-        parts.append(part)
-        save(parts)  # kept as it goes: an interrupted run loses one part at most
+    chunks = [todo[i:i + args.part_size] for i in range(0, len(todo), args.part_size)]
+    for files in reversed(chunks) if args.from_end else chunks:
+        if claim(files):
+            save(run_part(files, work, env))  # kept as it goes: an interruption loses one part
+    parts = kept_parts()
     total = sum(len(junit_outcomes(KEPT / p.junit)) for p in parts)
     print(f"kept: {len(parts)} parts, {total} cases, under {KEPT}")
     return 0

@@ -25,7 +25,14 @@ from pathlib import Path
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import ExploreError, PortInUse, UsageError
 from hil.explore import node_errors, server
-from hil.explore.delegates import ETHOS_U_BACKEND, KeptDelegate, adapter_paths, kept_delegates
+from hil.explore.delegates import (
+    ETHOS_U_BACKEND,
+    VGF_BACKEND,
+    KeptDelegate,
+    adapter_paths,
+    kept_delegates,
+    kept_vgf_delegates,
+)
 from hil.explore.overlays import (
     FIRST_DIVERGENT,
     Overlay,
@@ -150,6 +157,16 @@ def prepare(
             f"{len(calls)} Ethos-U delegate(s) but no TOSA graphs kept beside this "
             ".pte (not a hil ethos-u artifact): the delegates are shown unexpanded"
         )
+    elif program.calls_to(VGF_BACKEND):
+        vgf = program.calls_to(VGF_BACKEND)
+        if source.folder is not None and source.details.get("delegates"):
+            delegates = kept_vgf_delegates(program, source.folder, source.details)
+        notes.append(
+            f"{len(vgf)} VGF delegate(s), expanded from the .pte's own VGF payload by the "
+            "viewer's VGF adapter" + (f"; the TOSA graphs they were converted from are kept in "
+                                      f"{source.folder / 'delegates'}/*/out.tosa"
+                                      if delegates and source.folder else "")
+        )
     elif program.delegate_calls and source.details.get("tosa_spec") and source.folder:
         notes.append(
             "delegates of " + ", ".join(sorted(program.backends())) + ": shown unexpanded "
@@ -170,8 +187,9 @@ def prepare(
     progress(f"converting {source.pte} for the viewer")
     viewer.convert(model, adapter_paths(delegates), source.label, graphs)
     shown = Shown(program, tuple(delegates), model.name)
-    overlays = _overlays(shown, source, errors, default_errors, notes)
-    unknown = missing_nodes(overlays, graph_nodes(graphs))
+    converted = graph_nodes(graphs)
+    overlays = _overlays(shown, source, errors, default_errors, notes, converted)
+    unknown = missing_nodes(overlays, converted)
     if unknown:
         log.warning(
             "%d overlay node(s) are not in the converted graph (first: %s)",
@@ -192,16 +210,17 @@ def _overlays(
     errors: Path | None,
     default_errors: Path | None,
     notes: list[str],
+    converted: dict[str, set[str]],
 ) -> list[Overlay]:
     overlays = []  # the viewer colours by the last one: partition, or the errors when given
     cycles = cycles_overlay(shown)
     if cycles is not None:
         overlays.append(cycles)
-    elif shown.delegates:
+    elif any(d.call.backend == ETHOS_U_BACKEND for d in shown.delegates):
         notes.append("no Vela per-layer estimate: the artifact records no Vela flags")
     partition = source.details.get("partition")
     if partition:
-        overlays.append(partition_overlay(shown, partition))
+        overlays.append(partition_overlay(shown, partition, converted))
     if errors is not None:
         overlays += error_overlays(shown, node_errors.read_node_errors(errors), source.sha256)
     elif default_errors is not None and default_errors.is_file():

@@ -31,6 +31,7 @@ from hil.explore.program import DelegateCall, Program
 from hil.explore.vela_layers import DelegateEstimate, estimate
 
 ETHOS_U_BACKEND = "EthosUBackend"
+VGF_BACKEND = "VgfBackend"
 TOSA_FILE = "out.tosa"
 
 log = logging.getLogger("hil.explore.delegates")
@@ -127,6 +128,29 @@ def _pair(
     return paired
 
 
+def kept_vgf_delegates(program: Program, folder: Path, details: Mapping[str, Any]
+                       ) -> tuple[KeptDelegate, ...]:  # fmt: skip
+    """Pair every VGF call of `program` with its kept delegate folder by the payload's sha256
+    (the recipe records the VGF it kept, byte for byte the call's). The viewer's PTE adapter
+    expands a VGF delegate from the payload itself; the kept TOSA graph is what it was
+    converted from."""
+    recorded = {str(d["vgf_sha256"]): d for d in details.get("delegates") or ()
+                if "vgf_sha256" in d}  # fmt: skip
+    kept = []
+    for call in program.calls_to(VGF_BACKEND):
+        item = recorded.get(hashlib.sha256(call.blob).hexdigest())
+        if item is None:
+            raise ExploreError(
+                f"{program.path}: VGF call {call.instruction.node_id}'s payload is none of the "
+                "VGF files its artifact.json records",
+                fix="the artifact is inconsistent: delete its cache folder and export again",
+            )
+        graph = read_tosa(folder / str(item["folder"]) / TOSA_FILE)
+        kept.append(KeptDelegate(call, str(item["name"]), graph, None, "payload"))
+    return tuple(kept)
+
+
 def adapter_paths(delegates: Sequence[KeptDelegate]) -> list[Path]:
-    """The TOSA files as the PTE adapter's `delegate_file_paths` wants them: reversed."""
-    return [d.graph.path for d in reversed(delegates)]
+    """The TOSA files as the PTE adapter's `delegate_file_paths` wants them: the Ethos-U
+    delegates', reversed (a VGF delegate it expands from its own payload)."""
+    return [d.graph.path for d in reversed(delegates) if d.call.backend == ETHOS_U_BACKEND]

@@ -28,7 +28,7 @@ from typing import Any
 
 from hil.artifacts.partition import short_name
 from hil.errors import ExploreError
-from hil.explore.delegates import KeptDelegate
+from hil.explore.delegates import VGF_BACKEND, KeptDelegate
 from hil.explore.node_errors import Address, Metric, NodeErrors
 from hil.explore.program import Instruction, Program
 
@@ -89,7 +89,12 @@ class Shown:
         )
 
 
-def partition_overlay(shown: Shown, partition: Mapping[str, Any]) -> Overlay:
+def partition_overlay(shown: Shown, partition: Mapping[str, Any],
+                      converted: Mapping[str, set[str]] | None = None) -> Overlay:  # fmt: skip
+    """Each CPU operator marked by what the report says of it, each delegate call and each
+    operator of an expanded delegate by its delegate. A VGF delegate's graph is the viewer's VGF
+    adapter's (its node ids from `converted`, the converted graphs); an Ethos-U delegate's is
+    its TOSA graph."""
     marks = CpuMarks(
         backend=str(partition.get("backend", "accelerator")),
         accelerated=frozenset(short_name(op) for op in partition.get("accelerated", {})),
@@ -102,14 +107,20 @@ def partition_overlay(shown: Shown, partition: Mapping[str, Any]) -> Overlay:
     for ins in shown.program.instructions:
         if ins.kind == "DelegateCall":
             where = names.get(ins.node_id)
-            mark = (f"NPU ({where})" if where else f"delegate ({ins.name})", NPU)
+            unit = "GPU, VGF" if ins.name == VGF_BACKEND else "NPU"
+            mark = (f"{unit} ({where})" if where else f"delegate ({ins.name})", NPU)
         elif ins.kind == "KernelCall":
             mark = marks.of(ins)
         else:
             continue
         results.setdefault(ins.plan, {})[ins.node_id] = {"value": mark[0], "bgColor": mark[1]}
     for d in shown.delegates:
-        results[shown.delegate_graph(d)] = {
+        graph = shown.delegate_graph(d)
+        if d.call.backend == VGF_BACKEND:
+            results[graph] = {node: {"value": f"GPU, VGF ({d.name})", "bgColor": NPU}
+                              for node in sorted((converted or {}).get(graph, ()))}  # fmt: skip
+            continue
+        results[graph] = {
             d.graph.node_id(op.index): {"value": f"NPU ({d.name})", "bgColor": NPU}
             for op in d.graph.ops
         }

@@ -50,7 +50,7 @@ class Scenarios:
     """The built scenarios, by key, and the answers to requests about them."""
 
     def __init__(self) -> None:
-        import scenario_runner_py  # type: ignore[import-not-found]
+        import scenario_runner_py
 
         self.runner = scenario_runner_py
         self.built: dict[str, tuple[Any, list[Any], list[Any]]] = {}

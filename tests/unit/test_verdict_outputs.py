@@ -206,3 +206,28 @@ def test_a_near_tie_decided_by_ordinary_quantization_noise_is_no_top1_failure() 
     rules, facts = CaseRules(classifier=True), int8(quantized=(quantized,), steps=(0.01,))
     check = only(quantization_checks((eager,), facts, rules), Question.QUANTIZATION)
     assert check.observed["top1_agreement"] == 1.0
+
+
+def test_an_output_within_one_step_of_zero_is_judged_by_that_step_not_by_sqnr() -> None:
+    """acos(1) = 0 (ExecuTorch's test_acos 'ones'): eager's output is rounding noise below one
+    output step. SQNR of noise against zero says nothing; the quantized model must be within
+    the step, and one that is a step further off still fails."""
+    eager = (np.full((1, 8), 1e-7, dtype=np.float32),)
+    right = only(quantization_checks(eager, int8((np.zeros((1, 8), np.float32),)), CaseRules()),
+                 Question.QUANTIZATION)
+    assert right.status is Status.PASS and "within one output step" in right.basis
+    off = only(quantization_checks(eager, int8((np.full((1, 8), 2 * STEP, np.float32),)),
+                                   CaseRules()), Question.QUANTIZATION)
+    assert off.status is Status.FAIL and [b.metric for b in off.breaches] == ["max_abs"]
+
+
+def test_a_float_output_within_the_absolute_floor_is_not_judged_by_sqnr() -> None:
+    """Group norm of one-element groups: eager gives rounding noise (8e-6), the target exact
+    zeros. Both lie within fp32's absolute floor (1e-5): judged by max_abs alone."""
+    eager = (np.full((4, 6), 8e-6, dtype=np.float32),)
+    target = (np.zeros((4, 6), dtype=np.float32),)
+    check = only(target_checks(eager, target, ProgramFacts("fp32", False), CaseRules()))
+    assert check.status is Status.PASS and "SQNR not a measure here" in check.basis
+    far = (np.full((4, 6), 5e-5, dtype=np.float32),)
+    assert only(target_checks(eager, far, ProgramFacts("fp32", False),
+                              CaseRules())).status is Status.FAIL
