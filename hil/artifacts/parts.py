@@ -102,10 +102,7 @@ class ArtifactParts:
             cortex_m=_cortex_m(details) if details.get("cortex_m") else None,
             tosa_spec=str(details["tosa_spec"]) if details.get("tosa_spec") else None,
             tosa_graphs=_tosa_graphs(details) if details.get("tosa_spec") else (),
-            vgf_graphs=tuple(
-                VgfGraphPart(str(d["name"]), str(d["folder"]), str(d["vgf_sha256"]))
-                for d in details.get("delegates", ()) if "vgf_sha256" in d
-            ),
+            vgf_graphs=_vgf_graphs(details) if details.get("tosa_spec") else (),
         )
 
 
@@ -113,6 +110,13 @@ def _tosa_graphs(details: Mapping[str, Any]) -> tuple[TosaGraphPart, ...]:
     return tuple(
         TosaGraphPart(str(d["name"]), str(d["folder"]), str(d["tosa_sha256"]))
         for d in details.get("delegates", ()) if "tosa_sha256" in d
+    )
+
+
+def _vgf_graphs(details: Mapping[str, Any]) -> tuple[VgfGraphPart, ...]:
+    return tuple(
+        VgfGraphPart(str(d["name"]), str(d["folder"]), str(d["vgf_sha256"]))
+        for d in details.get("delegates", ()) if "vgf_sha256" in d
     )
 
 

@@ -56,7 +56,7 @@ from hil.recipes.capture import captured_output
 from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.quantized import QuantizedModel
-from hil.recipes.stages import failing_stage
+from hil.recipes.stages import brief, failing_stage
 
 DELEGATES = "delegates"
 # Vela flags the recipe sets from its options; extra_flags may not repeat them.
@@ -232,7 +232,7 @@ class EthosURecipe(Recipe):
                 ) from e
             raise ExportError(
                 f"case {case!r}: {failing_stage(e)} rejected the model for "
-                f"{self.accelerator}: {type(e).__name__}: {e}",
+                f"{self.accelerator}: {brief(e)}",
                 fix="restrict the case to other targets, or mark it xfail for this one with "
                 "the reason; the TOSA graph Vela got is among the kept files",
             ) from e

@@ -18,6 +18,7 @@ from hil.arrays import Array, to_array
 from hil.call import fresh
 from hil.case import BuiltCase, Inputs
 from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
+from hil.recipes.stages import brief
 
 T = TypeVar("T")
 
@@ -52,10 +53,8 @@ def exporter_step(step: str, case: str, action: Callable[[], T]) -> T:
                 fix=f"free {exhausted} (or run fewer workers) and run again; this is not "
                 "remembered as the model's failure",
             ) from e
-        words = str(e).strip().splitlines()
-        summary = "\n".join(words[:12]) + ("\n..." if len(words) > 12 else "")
         raise ExportError(
-            f"case {case!r}: {step} failed: {type(e).__name__}: {summary}",
+            f"case {case!r}: {step} failed: {brief(e)}",
             fix="the operator or pattern may be unsupported by this backend; restrict the case "
             "to other recipes (Case(recipes=...)) or mark it xfail with the reason",
         ) from e

@@ -9,6 +9,7 @@ once made an error in an Arm pass read "Vela rejected the model".)
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 # (path fragment, stage), the stage of a frame whose file path holds the fragment
@@ -40,3 +41,19 @@ def failing_stage(error: BaseException) -> str:
                 break
         traceback = traceback.tb_next
     return stage
+
+
+# a list of one name repeated ("['_ExportedProgramGraphPassAdapter', ...]": the pass manager's
+# names for the passes that ran, hundreds of times over) is not worth a screen of a message
+REPEATED_LIST = re.compile(r"\[('[^']*')(?:, \1)+\]")
+MAX_LINES = 12
+
+
+def brief(error: BaseException) -> str:
+    """`Type: message` of an exporter's exception, readable: repeated list items counted, at
+    most a dozen lines (the rest is in the traceback the ExportError keeps as its cause)."""
+    text = REPEATED_LIST.sub(lambda m: f"[{m.group(1)} x {m.group(0).count(m.group(1))}]",
+                             str(error).strip())  # fmt: skip
+    lines = text.splitlines()
+    return f"{type(error).__name__}: " + "\n".join(lines[:MAX_LINES]) + (
+        "\n..." if len(lines) > MAX_LINES else "")

@@ -83,8 +83,9 @@ def write_scenario(vgf: bytes, folder: Path, name: str) -> ScenarioFiles:
         raise DeployError(
             f"vgf_dump could not read delegate {name}'s VGF (exit {done.returncode}): "
             f"{(done.stderr or done.stdout).strip()[-500:]}",
-            fix="the delegate's VGF is damaged or of another VGF version than the library's; "
-            "delete the artifact's cache entry to re-export",
+            fix="the VGF library cannot read what the model-converter wrote: their versions must "
+            "agree (hil's [vgf] extra pins them together); a file damaged in the cache: delete "
+            "the artifact's cache entry",
         )
     template = json.loads(template_path.read_text())
     inputs, outputs = _fill(template, folder, name)
