@@ -131,8 +131,9 @@ def main() -> int:
     missing = [f for f in files if f not in kept]
     if missing and not args.no_their_runs:
         for i in range(0, len(missing), 12):
-            if claim(missing[i:i + 12]):
-                save(run_part(missing[i:i + 12], work, base))
+            mine = claim(missing[i:i + 12])
+            if mine:
+                save(run_part(mine, work, base))
     parts = [p for p in kept_parts() if set(p.files) & set(files)]
     theirs: dict[str, tuple[str, str]] = {}
     their_seconds: dict[str, float] = {}

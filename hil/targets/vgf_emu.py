@@ -195,9 +195,11 @@ class VgfEmuTarget(TosaRefTarget):
         return self._worker
 
     def _check_artifact(self, artifact: Artifact) -> None:
-        if not artifact.parts.vgf_graphs:
-            raise DeployError(f"{artifact.pte_path} has no VGF delegates recorded (recipe "
-                              f"{artifact.recipe!r})", fix="export with the vgf or vgf-fp recipe")
+        """A VGF lowering's artifact (none of its operators may have been delegated: a lone
+        reshape stays on the CPU, and the program then runs there alone)."""
+        if artifact.recipe not in self.recipe_names:
+            raise DeployError(f"{artifact.pte_path} was exported by recipe {artifact.recipe!r}, "
+                              "not by a VGF recipe", fix="export with the vgf or vgf-fp recipe")
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         worker = self._running_worker()
