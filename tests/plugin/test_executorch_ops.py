@@ -93,7 +93,7 @@ def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     assert outcomes["passed"] >= 30
     text = result.stdout.str()
     assert "EthosU55PipelineINT runs on a device with an Ethos-U55" in text  # named, not passed
-    assert "VgfPipeline: hil has no VGF (Vulkan) target" in text
+    assert "VgfPipeline runs on vgf-emu (the VGF recipes), not on u85-ref, host" in text
     assert "hil's verdict beside theirs" in text and "verdicts: agree" in text
     found = [r for r in records(pytester) if "executorch" in r]
     pipelines = {r["executorch"]["pipeline"] for r in found}  # type: ignore[index]
@@ -168,7 +168,7 @@ def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
     assert "their stage assertions do not hold on hil's lowering" in text
     assert "torch.ops.higher_order.executorch_call_delegate: expected 2, hil's lowering has 1" in text
     assert "never called its run(): nothing was judged" in text
-    assert "VgfPipeline: hil has no VGF (Vulkan) target" in text
+    assert "VgfPipeline runs on vgf-emu (the VGF recipes), not on u85-ref" in text
     variants = {str(r["case"]): r["executorch"]["variant"]  # type: ignore[index]
                 for r in records(pytester) if "executorch" in r}  # fmt: skip
     assert variants["test_authored::test_add_u85_INT_a16w8"] == "a16w8"
@@ -196,3 +196,31 @@ def test_the_cortex_m_harness_runs_on_cortex_m55_ref(
     assert judged  # cortex_m::quantized_add and its quantize/dequantize, as they count them
     inplace = [r for r in found if "inplace_add_relu" in str(r["case"])]
     assert inplace and all(r["verdict"] == "PASS" for r in inplace)  # writes its own input
+
+
+def test_the_wheels_vgf_add_rows_run_on_vgf_emu(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    """Their VgfPipeline rows of test_add (int8, a16w8 and the float types) on the ML SDK's
+    emulation layer: each on the recipe its `quantize` picks, none refused for want of a
+    model-converter on PATH (hil brings it)."""
+    result = run(pytester, shared_cache, str(wheel_ops() / "test_add.py"), "-k", "vgf",
+                 "--target=vgf-emu")  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
+    assert outcomes["passed"] >= 30
+    assert "Did not find model-converter" not in result.stdout.str()
+    found = [r for r in records(pytester) if "executorch" in r]
+    assert {r["recipe"] for r in found} == {"vgf", "vgf-fp"}
+    assert {r["executorch"]["variant"] for r in found} >= {"int8", "a16w8", "fp32", "fp16",
+                                                           "bf16"}  # type: ignore[index]
+
+
+def test_a_none_argument_of_their_module_is_a_constant(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    """test_div_tensor_mode's module takes `rounding_mode=None` as an argument: exported as the
+    constant it is, on every target (it was refused as an input)."""
+    result = run(pytester, shared_cache, str(wheel_ops() / "test_div_tensor_mode.py"), "-k",
+                 "tosa_INT and mode_none", "--target=u85-ref", "--target=host")  # fmt: skip
+    result.assert_outcomes(passed=2)

@@ -116,3 +116,35 @@ def test_an_sdk_built_here_is_found_and_its_checkouts_fill_the_next_line(
     fvp = by_what(diagnose(repo_devices.get("fvp-u85")))["ExecuTorch for the CPU"]
     assert fvp.fix is not None and ("hil sdk build --executorch /src/executorch --cmsis-nn "
                                     "/src/cmsis-nn --ethos-u-driver") in fvp.fix  # fmt: skip
+
+
+def test_vgf_emu_doctor_names_the_sdk_the_device_and_the_layers(
+    repo_devices: DeviceRegistry,
+) -> None:
+    found = by_what(diagnose(repo_devices.get("vgf-emu")))
+    for distribution in ("ai-ml-sdk-model-converter", "ai-ml-sdk-scenario-runner",
+                         "ai-ml-emulation-layer-for-vulkan", "ai-ml-sdk-vgf-library"):  # fmt: skip
+        if found[distribution].status != OK:
+            pytest.skip(f"{distribution} is not installed here: {found[distribution].fix}")
+        assert found[distribution].detail == "0.11.0"  # the pinned version
+    assert found["ML emulation layers"].status == OK
+    assert "VK_LAYER_ML_Graph_Emulation above VK_LAYER_ML_Tensor_Emulation" in \
+        found["ML emulation layers"].detail
+    if found["validation layer"].status == OK:
+        assert found["validation layer"].detail.endswith("VkLayer_khronos_validation.json")
+    device = found["Vulkan device"]
+    assert device.status in (OK, NOTE)
+    if device.status == OK:
+        assert "Vulkan 1." in device.detail  # llvmpipe here: "llvmpipe (LLVM ...) (Vulkan 1.3.230)"
+
+
+def test_a_missing_validation_layer_is_the_doctors_missing_line_with_the_fix(
+    repo_devices: DeviceRegistry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from hil.vgf import environment
+
+    monkeypatch.setattr(environment, "SYSTEM_LAYER_DIRS", (str(tmp_path),))
+    diagnosis = diagnose(repo_devices.get("vgf-emu"))
+    line = by_what(diagnosis)["validation layer"]
+    assert line.status == MISSING and "vulkan-validationlayers" in (line.fix or "")
+    assert diagnosis.verdict().startswith("skipped by pytest: target vgf-emu unavailable")
