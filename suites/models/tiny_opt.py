@@ -42,44 +42,17 @@ TINY: dict[str, Any] = dict(
 )
 
 
-class PreShiftedPositions(nn.Module):
-    """OPT's learned position embedding with its +2 offset applied to the table, not the ids.
-
-    Same numbers as OPTLearnedPositionalEmbedding given explicit position ids. Why: XNNPACK's
-    quantizer rewrites every `x + scalar` into `x + float tensor` (_convert_scalars_to_attrs
-    ignores dtype), so OPT's integer `position_ids + 2` turns the ids into floats and the int8
-    export fails; the operator row embedding_offset_ids tracks that bug. Drop this when it is fixed.
-    """
-
-    def __init__(self, stock: nn.Embedding, offset: int) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(stock.weight.detach()[offset:].clone())
-
-    def forward(
-        self,
-        attention_mask: torch.Tensor,
-        cache_length: int = 0,
-        position_ids: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        if position_ids is None:
-            raise ValueError("PreShiftedPositions needs explicit position_ids")
-        return nn.functional.embedding(position_ids, self.weight)
-
-
 class CausalLMLogits(nn.Module):
     """token ids (batch, sequence) -> next-token logits (batch, sequence, vocabulary)."""
 
     def __init__(self, config: OPTConfig) -> None:
         super().__init__()
         self.lm = OPTForCausalLM(config)
-        decoder = self.lm.model.decoder
-        decoder.embed_positions = PreShiftedPositions(
-            decoder.embed_positions, decoder.embed_positions.offset
-        )
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        # Positions 0..n-1 given explicitly, as PreShiftedPositions needs; OPT would derive
-        # them from a float attention mask (cumsum(mask) * mask - 1) otherwise.
+        # Positions 0..n-1 given explicitly (OPT adds its offset of 2 to them, int64 arithmetic
+        # hil's xnnpack-int8 recipe leaves unquantized); OPT would derive them from a float
+        # attention mask (cumsum(mask) * mask - 1) otherwise.
         positions = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
         output = self.lm(
             input_ids=input_ids, position_ids=positions, use_cache=False, return_dict=True

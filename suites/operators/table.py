@@ -37,12 +37,6 @@ GELU_TANH_AS_ERF = (
     "XNNPACK delegates GELU(approximate='tanh') but computes exact (erf) GELU: the 4.7e-4 error "
     "is the gap between the two formulas, above the fp32 tolerance"
 )
-INT_SCALAR_AS_FLOAT = (
-    "XNNPACK's quantizer rewrites `x + scalar` into `x + float tensor` whatever x's dtype "
-    "(_convert_scalars_to_attrs): ids + 2 become floats and the embedding refuses them during "
-    "calibration (what stock OPT's learned positions hit); add_scalar_int32 returns float32 "
-    "where eager returns int32"
-)
 FLOAT_RECIPES = frozenset({"portable", "xnnpack-fp32"})  # a float16 model is a float deployment
 # XNNPACK's quantizer leaves these operators in float: their xnnpack-int8 .pte is byte for byte
 # the xnnpack-fp32 one (measured on 25 of the default rows), so the default run checks that
@@ -112,8 +106,7 @@ OPERATORS: tuple[hil.Case, ...] = (
     op("add_broadcast",             fn(lambda a, b: a + b),                                 IMG, (1, 8, 1, 1), full=True),
     op("add_scalar",                fn(lambda a: a + 0.5),                                  IMG, full=True),
     op("add_int32",                 fn(lambda a, b: a + b),                                 ints(2, 64), ints(2, 64), tags=INT8_IS_FP32),
-    op("add_scalar_int32",          fn(lambda a: a + 2),                                    ints(2, 64), full=True,
-       xfail={"xnnpack-int8": INT_SCALAR_AS_FLOAT}),
+    op("add_scalar_int32",          fn(lambda a: a + 2),                                    ints(2, 64), full=True),
     op("add_fp16",                  fn(lambda a, b: a + b),                                 half(*IMG), half(*IMG), full=True),
     op("mul",                       fn(lambda a, b: a * b),                                 IMG, IMG),
     op("mul_broadcast",             fn(lambda a, b: a * b),                                 IMG, (16,), full=True),
@@ -162,7 +155,7 @@ OPERATORS: tuple[hil.Case, ...] = (
     # --- lookup -------------------------------------------------------------------------------
     op("embedding",                 lambda: nn.Embedding(64, 16),                           TOKENS, full=True),
     op("embedding_offset_ids",      lambda: OffsetEmbedding(64, 16, offset=2),              TOKENS,
-       full=True, xfail={"xnnpack-int8": INT_SCALAR_AS_FLOAT}),
+       full=True),
     # --- data movement ------------------------------------------------------------------------
     op("cat",                       fn(lambda a, b: torch.cat([a, b], dim=1)),              IMG, (1, 4, 16, 16),
        xfail={"qemu-m55/cortex-m": CHANNELS_LAST_CAT}),
