@@ -24,10 +24,10 @@ import pytest
 from browser import ExplorerBrowser, Page
 from explore_paths import ARTIFACTS, HERE, REPO
 
+from hil.artifacts.tosa_graph import read_tosa
 from hil.explore import server
 from hil.explore.node_errors import FORMAT
 from hil.explore.source import Source
-from hil.artifacts.tosa_graph import read_tosa
 from hil.explore.viewer import Viewer
 
 

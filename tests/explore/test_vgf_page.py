@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from browser import ExplorerBrowser
-from conftest import export
 from explore_paths import HERE, REPO
 from test_page import read_url, shot, with_graph
 
@@ -26,6 +25,7 @@ from hil.errors import TargetUnavailable
 from hil.explore import server
 from hil.explore.delegates import VGF_BACKEND
 from hil.explore.program import read_program
+from hil.explore.source import from_case
 from hil.explore.viewer import Viewer
 from hil.targets import make_target
 
@@ -42,7 +42,9 @@ def vgf_small(repo_devices: DeviceRegistry, explore_cache: Path) -> tuple[str, s
         pytest.skip(f"{TARGET} unavailable: {e.message} (fix: {e.fix})")
     finally:
         target.teardown()
-    source = export("SMALL", TARGET, "vgf", repo_devices, explore_cache)
+    source = from_case("explore_models:SMALL", TARGET, "vgf", registry=repo_devices,
+                       cache_dir=explore_cache, suites_root=HERE, allow_export=True,
+                       progress=print)  # fmt: skip
     (call,) = read_program(source.pte).calls_to(VGF_BACKEND)
     return source.label, call.instruction.node_id
 
