@@ -22,10 +22,12 @@ from typing import Any
 import torch
 
 from hil.artifacts.partition import Fallback, PartitionReport
-from hil.errors import ExportError
+from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
 from hil.ethos_u.macs import graph_macs, op_name
+from hil.recipes.capture import captured_output
 from hil.recipes.host_program import is_delegate_call
 from hil.recipes.lowering import exporter_step
+from hil.recipes.stages import brief, failing_stage
 
 QDQ = (
     "quantized_decomposed.quantize_per_tensor",
@@ -186,6 +188,31 @@ def strip_dump_path(case: str, lowered: Sequence[Any], spec: Any) -> None:
             )
 
 
-def write_log(workdir: Path, printed: list[str], name: str = "vela.log") -> None:
-    """What the lowering printed (Vela, the converter), kept beside the artifact."""
-    (workdir / name).write_text("".join(printed))
+def lower_logged(case: str, program: Any, partitioner: Any, workdir: Path, target: str,
+                 log: str, kept: str) -> Any:  # fmt: skip
+    """ExecuTorch's lowering with an Arm partitioner, what it printed (Vela, the converter) kept
+    as `log` beside the artifact; a refusal is an ExportError naming the stage that refused
+    (ResourceExhausted when this machine ran out). `target` ("ethos-u55-128", "VGF (...)") and
+    `kept` (what the artifact keeps to look at) complete the messages."""
+    from executorch.exir import to_edge_transform_and_lower
+
+    printed: list[str] = []
+    try:
+        with captured_output() as printed:
+            edge = to_edge_transform_and_lower(program, partitioner=[partitioner],
+                                               compile_config=arm_edge_config())  # fmt: skip
+    except Exception as e:
+        (workdir / log).write_text("".join(printed))
+        exhausted = resource_exhaustion(e)
+        if exhausted:
+            raise ResourceExhausted(
+                f"case {case!r}: lowering for {target} ran out of {exhausted}: {brief(e)}",
+                fix="free memory or disk and run again; not remembered as the model's failure",
+            ) from e
+        raise ExportError(
+            f"case {case!r}: {failing_stage(e)} rejected the model for {target}: {brief(e)}",
+            fix=f"restrict the case to other targets, or mark it xfail for this one with the "
+            f"reason; {kept}",
+        ) from e
+    (workdir / log).write_text("".join(printed))
+    return edge

@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hil.case import BuiltCase
-from hil.errors import ExportError, ResourceExhausted, UsageError, resource_exhaustion
+from hil.errors import UsageError
 from hil.ethos_u.vela import (
     ACCELERATOR_CONFIGS,
     VelaSummary,
@@ -44,19 +44,16 @@ from hil.ethos_u.vela import (
 )
 from hil.recipes import arm_quantized
 from hil.recipes.arm_partition import (
-    arm_edge_config,
+    lower_logged,
     lowered_modules,
     partition_report,
     serialize_lowered,
     strip_dump_path,
-    write_log,
 )
 from hil.recipes.base import ExportProduct, Recipe
-from hil.recipes.capture import captured_output
 from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.quantized import QuantizedModel
-from hil.recipes.stages import brief, failing_stage
 
 DELEGATES = "delegates"
 # Vela flags the recipe sets from its options; extra_flags may not repeat them.
@@ -211,32 +208,12 @@ class EthosURecipe(Recipe):
 
     def _lower(self, case: str, model: QuantizedModel, dump: Path, workdir: Path) -> Any:
         from executorch.backends.arm.ethosu import EthosUPartitioner
-        from executorch.exir import to_edge_transform_and_lower
 
         partitioner = EthosUPartitioner(
             self.compile_spec().dump_intermediate_artifacts_to(str(dump))
         )
-        printed: list[str] = []
-        try:
-            with captured_output() as printed:
-                edge = to_edge_transform_and_lower(
-                    model.program, partitioner=[partitioner], compile_config=arm_edge_config()
-                )
-        except Exception as e:
-            write_log(workdir, printed)
-            if resource_exhaustion(e):
-                raise ResourceExhausted(
-                    f"case {case!r}: lowering for {self.accelerator} ran out of "
-                    f"{resource_exhaustion(e)}: {type(e).__name__}: {e}",
-                    fix="free memory or disk and run again; not remembered as the model's failure",
-                ) from e
-            raise ExportError(
-                f"case {case!r}: {failing_stage(e)} rejected the model for "
-                f"{self.accelerator}: {brief(e)}",
-                fix="restrict the case to other targets, or mark it xfail for this one with "
-                "the reason; the TOSA graph Vela got is among the kept files",
-            ) from e
-        write_log(workdir, printed)
+        edge = lower_logged(case, model.program, partitioner, workdir, self.accelerator,
+                            "vela.log", "the TOSA graph Vela got is among the kept files")
         return edge, partitioner
 
     def _details(

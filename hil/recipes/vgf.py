@@ -33,23 +33,20 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from hil.case import BuiltCase
-from hil.errors import ExportError, ResourceExhausted, UsageError, resource_exhaustion
+from hil.errors import ExportError, UsageError
 from hil.recipes import arm_quantized
 from hil.recipes.arm_partition import (
-    arm_edge_config,
+    lower_logged,
     lowered_modules,
     partition_report,
     serialize_lowered,
     strip_dump_path,
-    write_log,
 )
 from hil.recipes.base import ExportProduct, Recipe
-from hil.recipes.capture import captured_output
 from hil.recipes.delegate_files import TOSA_FILE, candidate_dumps, delegation_tag
 from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.lowering import export_program, exporter_step
 from hil.recipes.quantized import QuantizedModel
-from hil.recipes.stages import brief, failing_stage
 from hil.vgf import environment
 
 DELEGATES = "delegates"
@@ -111,21 +108,13 @@ class VgfLowering(Recipe):
     def lower(self, built: BuiltCase, program: Any, workdir: Path,
               model: QuantizedModel | None) -> ExportProduct:  # fmt: skip
         from executorch.backends.arm.vgf import VgfPartitioner
-        from executorch.exir import to_edge_transform_and_lower
 
         case, spec = built.case.name, self.compile_spec()
         dump = workdir / "tosa-dump"
         partitioner = VgfPartitioner(self.compile_spec().dump_intermediate_artifacts_to(str(dump)))
-        printed: list[str] = []
         with converter_found():
-            try:
-                with captured_output() as printed:
-                    edge = to_edge_transform_and_lower(
-                        program, partitioner=[partitioner], compile_config=arm_edge_config())
-            except Exception as e:
-                write_log(workdir, printed, LOG)
-                raise _lowering_error(case, spec, e) from e
-            write_log(workdir, printed, LOG)
+            edge = lower_logged(case, program, partitioner, workdir, f"VGF ({spec.tosa_spec})",
+                                LOG, "the lowering's log is kept beside the artifact")
             lowered_program = edge.exported_program()
             lowered = lowered_modules(lowered_program)
             names = [f"delegate_{i}" for i in range(len(lowered))]
@@ -190,21 +179,6 @@ class VgfFpRecipe(VgfLowering):
 
     def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
         return self.lower(built, export_program(built), workdir, None)
-
-
-def _lowering_error(case: str, spec: Any, error: Exception) -> Exception:
-    if resource_exhaustion(error):
-        return ResourceExhausted(
-            f"case {case!r}: VGF lowering ran out of {resource_exhaustion(error)}: "
-            f"{type(error).__name__}: {error}",
-            fix="free memory or disk and run again; not remembered as the model's failure",
-        )
-    return ExportError(
-        f"case {case!r}: {failing_stage(error)} rejected the model for VGF "
-        f"({spec.tosa_spec}): {brief(error)}",
-        fix="restrict the case to other targets, or mark it xfail for this one with the "
-        "reason; the lowering's log is kept beside the artifact",
-    )
 
 
 def _convert(graph: bytes, spec: Any) -> bytes:
