@@ -246,7 +246,7 @@ class _Walk:
             self.put(f"again:{function.__qualname__}")
             return
         self.seen.add(id(function))
-        self.code(function.__code__)
+        self.put(_function_code_digest(function.__code__))
         for default in function.__defaults__ or ():
             self.value(default)
         for name, default in sorted((function.__kwdefaults__ or {}).items()):
@@ -303,6 +303,23 @@ class _Walk:
             self.put(f"module:{module.__name__}:{module_source_digest(module.__name__)}")
         except (OSError, TypeError, SyntaxError, KeyError):
             self.put(f"module:{module.__name__}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _function_code_digest(code: types.CodeType) -> str:
+    """A project function's code as code: a `def`'s source, as a syntax tree without
+    docstrings (a docstring lives in the code object's constants on Python 3.11, so hashing
+    the bytecode would make a docstring edit a new model). A lambda (which has no docstring,
+    and whose source line may hold others) or code with no source kept: its bytecode."""
+    if code.co_name != "<lambda>":
+        try:
+            return "src:" + source_digest(inspect.getsource(code))
+        except (OSError, TypeError, SyntaxError, IndentationError):
+            pass
+    digest = hashlib.sha256()
+    walk = _Walk(digest)
+    walk.code(code)
+    return "code:" + digest.hexdigest()
 
 
 def _is_builtin(value: Any) -> bool:

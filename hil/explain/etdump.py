@@ -71,12 +71,12 @@ def record(built: BuiltCase, recipe: Recipe, workdir: Path, program: Program) ->
     """Re-export with an ETRecord, check it is the artifact's program, add the case's inputs."""
     from executorch.devtools.etrecord import parse_etrecord
 
-    from hil.recipes import export_speedup
+    from hil.recipes import speedups
 
     path = workdir / "model.etrecord"
     export_dir = workdir / "reexport"
     export_dir.mkdir(exist_ok=True)
-    export_speedup.install()
+    speedups.install()
     with recording_etrecord(path):
         product = recipe.export(built, export_dir)
     if not path.is_file():

@@ -22,6 +22,7 @@ from hil.plugin import allure_hooks, lab_hooks, report_hooks
 from hil.plugin.options import OPT_IN_TAGS, read_options
 from hil.plugin.outcomes import VerdictOutcomes, xfail_mark
 from hil.plugin.state import RECORD_KEY, SESSION_KEY, STATE, HilState, Variant
+from hil.recipes.speedups import PRISTINE
 from hil.report import fvp_table, memory_table, problems, summary
 from hil.session import Session
 
@@ -56,7 +57,9 @@ def activate(config: pytest.Config) -> HilState:
         explain=options.explain,
     )
     if options.cache_dir is not None:
-        _export_cache_dir(config, options.cache_dir)
+        _export_env(config, "HIL_CACHE_DIR", str(options.cache_dir.resolve()))
+    if options.pristine_export:
+        _export_env(config, PRISTINE, "1")
     state = config.stash[STATE] = HilState(options, registry, session)
     manager.register(HilPlugin(config), "hil-plugin")
     manager.register(VerdictOutcomes(options.require), "hil-outcomes")
@@ -69,17 +72,18 @@ def activate(config: pytest.Config) -> HilState:
     return state
 
 
-def _export_cache_dir(config: pytest.Config, folder: Path) -> None:
-    """Let model factories (trained weights) and xdist workers find --hil-cache-dir, through
-    the same HIL_CACHE_DIR that hil.session.default_cache_dir() reads; restored at the end."""
-    previous = os.environ.get("HIL_CACHE_DIR")
-    os.environ["HIL_CACHE_DIR"] = str(folder.resolve())
+def _export_env(config: pytest.Config, name: str, value: str) -> None:
+    """An option as the environment variable the library reads, so model factories (trained
+    weights), export workers and xdist workers see it too (HIL_CACHE_DIR for --hil-cache-dir,
+    HIL_PRISTINE_EXPORT for --hil-pristine-export); restored at the end."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
 
     def restore() -> None:
         if previous is None:
-            os.environ.pop("HIL_CACHE_DIR", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["HIL_CACHE_DIR"] = previous
+            os.environ[name] = previous
 
     config.add_cleanup(restore)
 

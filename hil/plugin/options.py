@@ -81,6 +81,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="export ahead in N worker processes, so a cold run uses every core (default: one "
         "per core; 0: export each case when its check starts; not under xdist)",
     )
+    group.addoption(
+        "--hil-pristine-export", action="store_true",
+        help="export with torch and ExecuTorch as shipped: none of hil's speed-ups installed, "
+        "in this process and the export workers (HIL_PRISTINE_EXPORT=1 does the same); "
+        "artifacts are keyed apart from the patched ones",
+    )
     parser.addini(
         "hil_targets", "targets used when --target is not given", type="args", default=["host"]
     )
@@ -113,13 +119,14 @@ class HilOptions:
     device_dirs: tuple[Path, ...]
     explain: bool = False
     export_workers: int | None = None  # None: one per core
+    pristine_export: bool = False
 
 
 # What each option is when not given: an option given otherwise means hil is in use.
 DEFAULTS = {"hil_targets": None, "hil_require": False, "hil_full": False, "hil_large": False,
             "hil_explain": False, "hil_cache_dir": None, "hil_results_dir": None,
             "hil_devices": None, "hil_report": None, "hil_baseline": None, "hil_retries": 0,
-            "hil_quarantine": None, "hil_export_workers": None}
+            "hil_quarantine": None, "hil_export_workers": None, "hil_pristine_export": False}
 
 
 def hil_options_given(config: pytest.Config) -> bool:
@@ -145,4 +152,5 @@ def read_options(config: pytest.Config) -> HilOptions:
         device_dirs=tuple(config.getoption("hil_devices") or ()),
         explain=bool(config.getoption("hil_explain")),
         export_workers=config.getoption("hil_export_workers"),
+        pristine_export=bool(config.getoption("hil_pristine_export")),
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,10 +10,11 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from hil.arrays import Array
-from hil.artifacts.fingerprint import module_source_digest
+from hil.artifacts.code_key import code_key
 from hil.artifacts.parts import OutputSensitivity
 from hil.case import BuiltCase
 from hil.errors import UsageError
+from hil.recipes import speedups
 from hil.verdict.tolerances import StepAllowance
 
 
@@ -55,7 +55,6 @@ class Recipe(ABC):
     @property
     def step_allowance(self) -> StepAllowance | None:
         return self.step_allowances.get(self.numerics)
-    helper_modules: ClassVar[tuple[str, ...]] = ("hil.recipes.lowering",)
 
     def __init__(
         self, options: Mapping[str, Any] | None = None, *, shared_dir: Path | None = None
@@ -77,15 +76,11 @@ class Recipe(ABC):
         """Check option values; raise UsageError naming the option. Override where needed."""
 
     def key_material(self) -> Mapping[str, Any]:
-        """What about this recipe changes the .pte: its name, options and its own code (as
-        code: a docstring or comment edit in a recipe module re-exports nothing)."""
-        digest = hashlib.sha256()
-        modules = {
-            cls.__module__ for cls in type(self).__mro__ if cls.__module__.startswith("hil.")
-        }
-        for module_name in sorted(modules | set(self.helper_modules)):
-            digest.update(f"{module_name}:{module_source_digest(module_name)}".encode())
-        return {"recipe": self.name, "options": dict(self.options), "code": digest.hexdigest()}
+        """What about this recipe changes the .pte: its name, options, its own code and every
+        hil module it can run (hil.artifacts.code_key: a docstring or comment edit re-exports
+        nothing), and which of hil's speed-ups to torch may be in place (hil.recipes.speedups)."""
+        return {"recipe": self.name, "options": dict(self.options),
+                "code": code_key(type(self).__module__), "speedups": speedups.declared()}
 
     @property
     def quantized(self) -> bool:

@@ -72,16 +72,6 @@ class CortexMRecipe(Recipe):
     name = "cortex-m"
     numerics = "int8"
     option_defaults = MappingProxyType({"cpu": "cortex-m55", "int16_activations": False})
-    helper_modules = (
-        "hil.recipes.lowering",
-        "hil.recipes.quantized",
-        "hil.recipes.rounding",
-        "hil.recipes.host_program",
-        "hil.recipes.host_module",
-        "hil.recipes.arm_partition",
-        "hil.ethos_u.macs",
-        "hil.artifacts.partition",
-    )
 
     step_allowances = MappingProxyType({"int8": CMSIS_NN_INT8})
 

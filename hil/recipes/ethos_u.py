@@ -79,21 +79,6 @@ class EthosURecipe(Recipe):
             **arm_quantized.OPTION_DEFAULTS,
         }
     )
-    helper_modules = (
-        "hil.recipes.lowering",
-        "hil.recipes.quantized",
-        "hil.recipes.arm_quantized",
-        "hil.recipes.rounding",
-        "hil.recipes.host_program",
-        "hil.recipes.host_module",
-        "hil.recipes.arm_partition",
-        "hil.recipes.delegate_files",
-        "hil.recipes.capture",
-        "hil.ethos_u.tosa_delegate",
-        "hil.ethos_u.vela",
-        "hil.ethos_u.macs",
-        "hil.artifacts.partition",
-    )
 
     step_allowances = arm_quantized.STEP_ALLOWANCES
 

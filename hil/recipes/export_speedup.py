@@ -29,9 +29,10 @@ instead of deep-copied per pass (hil.recipes.provenance_sharing), one placeholde
 interpreter for every ExecuTorch pass (hil.recipes.pass_placeholder) and fx's generated code
 compiled once per distinct source (hil.recipes.fx_compile_cache).
 
-The results are the ones torch computes (tests/unit/test_export_speedup.py compares them; every
-.pte of the suites came out byte-identical with and without each change). It applies only to
-the torch it was measured on (the version hil pins); any other version is left as it is.
+The results are the ones torch computes (tests/unit/test_export_speedup.py compares them;
+tests/integration/test_pristine_export.py, every program of a recipe byte-identical with and
+without). Each part installs only on the code it was written against, checked by its digest,
+and none at all in a pristine run (hil.recipes.speedups).
 """
 
 from __future__ import annotations
@@ -43,12 +44,11 @@ from typing import Any
 import torch
 from torch._ops import OperatorBase
 
-from hil.recipes import cia_override, fx_compile_cache, pass_placeholder, provenance_sharing
+from hil.recipes import cia_override
+from hil.recipes.patch_once import Patch
+from hil.recipes.speedups import Part
 
-PATCHED_TORCH = "2.13."
 _state = threading.local()
-_install_lock = threading.Lock()
-_installed = False
 OVERRIDE_PARTS = (  # what hil.recipes.cia_override replaces and reads in torch.export
     "_override_composite_implicit_decomp",
     "_AUTOGRAD_ALIAS_BACKEND_KEYS_TO_OVERRIDE",
@@ -56,52 +56,78 @@ OVERRIDE_PARTS = (  # what hil.recipes.cia_override replaces and reads in torch.
 )
 
 
-def applies() -> bool:
-    """Whether this torch is the one the speed-up was written against."""
+def _utils() -> Any:
     from torch._export import utils
+
+    return utils
+
+
+def _has(module: Any, *names: str) -> bool:
+    return all(hasattr(module, name) for name in names)
+
+
+def _collect_once() -> None:
+    from torch.export import decomp_utils, exported_program
+
+    utils = _utils()
+    utils._materialize_cpp_cia_ops = _once_per_collection(utils._materialize_cpp_cia_ops)
+    collect = _marking_a_collection(utils._collect_all_valid_cia_ops)
+    for module in (utils, decomp_utils, exported_program):  # each holds its own reference
+        if getattr(module, "_collect_all_valid_cia_ops", None) is not None:
+            module._collect_all_valid_cia_ops = collect  # type: ignore[union-attr]
+
+
+def _preserve_check_once() -> None:
+    utils = _utils()
+    utils._check_valid_to_preserve = _fixed_part_asked_once(utils._check_valid_to_preserve)
+
+
+def _py_impl_once() -> None:
+    OperatorBase.py_impl = _made_once_per_key(OperatorBase.py_impl)  # type: ignore[method-assign,assignment]
+
+
+def _override_cia() -> None:
     from torch.export import exported_program
 
-    return (
-        torch.__version__.startswith(PATCHED_TORCH)
-        and all(
-            hasattr(utils, name)
-            for name in (
-                "_materialize_cpp_cia_ops",
-                "_collect_all_valid_cia_ops",
-                "_check_valid_to_preserve",
-            )
-        )
-        and callable(getattr(OperatorBase, "py_impl", None))
-        and all(hasattr(exported_program, name) for name in OVERRIDE_PARTS)
-    )
+    override = cia_override.override_composite_implicit_decomp
+    override.__wrapped__ = exported_program._override_composite_implicit_decomp  # type: ignore[attr-defined]
+    exported_program._override_composite_implicit_decomp = override
 
 
-def install() -> bool:
-    """Install the speed-up once per process; False when this torch is not the pinned one
-    (the provenance, pass and compile parts check their own fit and install where they fit)."""
-    global _installed
-    with _install_lock:
-        for part in (provenance_sharing, pass_placeholder, fx_compile_cache):
-            part.install()
-        if _installed:
-            return True
-        if not applies():
-            return False
-        from torch._export import utils
-        from torch.export import decomp_utils, exported_program
+def _exported_program() -> Any:
+    from torch.export import exported_program
 
-        utils._materialize_cpp_cia_ops = _once_per_collection(utils._materialize_cpp_cia_ops)
-        collect = _marking_a_collection(utils._collect_all_valid_cia_ops)
-        for module in (utils, decomp_utils, exported_program):  # each holds its own reference
-            if getattr(module, "_collect_all_valid_cia_ops", None) is not None:
-                module._collect_all_valid_cia_ops = collect  # type: ignore[attr-defined]
-        utils._check_valid_to_preserve = _fixed_part_asked_once(utils._check_valid_to_preserve)  # type: ignore[assignment]
-        OperatorBase.py_impl = _made_once_per_key(OperatorBase.py_impl)  # type: ignore[method-assign,assignment]
-        override = cia_override.override_composite_implicit_decomp
-        override.__wrapped__ = exported_program._override_composite_implicit_decomp  # type: ignore[attr-defined]
-        exported_program._override_composite_implicit_decomp = override
-        _installed = True
-        return True
+    return exported_program
+
+
+# Each part with the digest of the torch 2.13.0 code it replaces (hil.recipes.speedups).
+PARTS = (
+    Part(
+        "cia-collection-once",
+        lambda: (_utils()._materialize_cpp_cia_ops, _utils()._collect_all_valid_cia_ops),
+        "5a6ded3d7e7332e0b167551f2b9dc3cb087198b9dff8cbef09325bda4c3a549f",
+        Patch(lambda: _has(_utils(), "_materialize_cpp_cia_ops", "_collect_all_valid_cia_ops"),
+              _collect_once),
+    ),
+    Part(
+        "preserve-check-once",
+        lambda: (_utils()._check_valid_to_preserve,),
+        "51267258f0e39cf8a4c1471e64c03f96434a56311e64f6bb4f1281f265eddec8",
+        Patch(lambda: _has(_utils(), "_check_valid_to_preserve"), _preserve_check_once),
+    ),
+    Part(
+        "py-impl-once",
+        lambda: (OperatorBase.py_impl,),
+        "3420ee9ca268054ee91a1de91b6a1664f34447e0ef3d55c3145808467cface5f",
+        Patch(lambda: callable(getattr(OperatorBase, "py_impl", None)), _py_impl_once),
+    ),
+    Part(
+        "cia-override",
+        lambda: (_exported_program()._override_composite_implicit_decomp,),
+        "be7e3b6fb16057aa220f1c751b27b6acadf9ed1e7380aa9d670b9c09d80ad182",
+        Patch(lambda: _has(_exported_program(), *OVERRIDE_PARTS), _override_cia),
+    ),
+)  # fmt: skip
 
 
 def _marking_a_collection(collect: Callable[[], Any]) -> Callable[[], Any]:

@@ -19,6 +19,7 @@ from typing import Any
 from torch.fx import graph_module
 
 from hil.recipes.patch_once import Patch
+from hil.recipes.speedups import Part
 
 KEPT = 256  # distinct sources; a lowering's passes revisit far fewer
 _compiled: OrderedDict[str, types.CodeType] = OrderedDict()
@@ -65,3 +66,7 @@ def _compile_once() -> None:
 
 PATCH = Patch(applies, _compile_once)
 install = PATCH.install  # each distinct source compiled once from now on; False where fx differs
+PART = Part(
+    "fx-compile-cache", lambda: (graph_module._exec_with_source,),
+    "bf2f72aae032ec3ca01baef82a605113d1313c4f054c47253a26df49ac4d9d02", PATCH,
+)

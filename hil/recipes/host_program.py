@@ -30,7 +30,7 @@ import torch
 from hil.errors import DeployError, ExportError
 from hil.ethos_u.macs import aten_overload
 from hil.ethos_u.tosa_delegate import OP, TensorSpec, encode_outputs
-from hil.recipes import load_speedup
+from hil.recipes import speedups
 from hil.recipes.host_module import read_host_module, write_host_module
 
 HOST_PROGRAM = "host_program.pt2"
@@ -172,7 +172,7 @@ def load_host_program(folder: Path) -> Any:
         module = read_host_module(folder, meta["module_sha256"])
         if module is not None:
             return module
-    load_speedup.install()
+    speedups.install(["schema-hints"])
     try:
         return torch.export.load(path).module()
     except Exception as e:

@@ -6,20 +6,17 @@ class's string annotations afresh: about 100 calls and 40 % of the 22 ms it take
 reference target's host program here (cProfile, 2026-12), paid on every deploy, warm runs
 included. A schema class's hints never change, so the deserializer's module now sees a `typing`
 whose `get_type_hints` answers that one question from a table filled on first use; any other
-question, and every other name, is typing's own. Only for the torch it was measured on.
+question, and every other name, is typing's own. Only on the deserializer it was written
+against (hil.recipes.speedups checks its code's digest).
 """
 
 from __future__ import annotations
 
-import threading
 import typing
 from typing import Any
 
-import torch
-
-from hil.recipes.export_speedup import PATCHED_TORCH  # measured on the same torch
-
-_install_lock = threading.Lock()
+from hil.recipes.patch_once import Patch
+from hil.recipes.speedups import Part
 
 
 class TypingWithSchemaHints:
@@ -47,19 +44,26 @@ class TypingWithSchemaHints:
         return hints
 
 
-def install() -> bool:
-    """Install once per process; False when this torch is not the one it was written for."""
-    from torch._export.serde import schema, serialize
+def _serialize() -> Any:
+    from torch._export.serde import serialize
 
-    names = vars(serialize)  # the deserializer's globals: its `typing` is swapped there only
-    with _install_lock:
-        if isinstance(names.get("typing"), TypingWithSchemaHints):
-            return True
-        if not (
-            torch.__version__.startswith(PATCHED_TORCH)
-            and names.get("typing") is typing
-            and callable(names.get("_dict_to_dataclass"))
-        ):
-            return False
-        names["typing"] = TypingWithSchemaHints(vars(schema))
-        return True
+    return serialize
+
+
+def applies() -> bool:
+    """Whether the deserializer reads hints through its module's own `typing`."""
+    names = vars(_serialize())
+    return names.get("typing") is typing and callable(names.get("_dict_to_dataclass"))
+
+
+def _schema_hints_once() -> None:
+    from torch._export.serde import schema
+
+    vars(_serialize())["typing"] = TypingWithSchemaHints(vars(schema))
+
+
+PATCH = Patch(applies, _schema_hints_once)
+PART = Part(
+    "schema-hints", lambda: (_serialize()._dict_to_dataclass,),
+    "8ed84ad281d7a3b2e43dc32c342813502eadc2ece6eace9571a1052eba0b29ea", PATCH,
+)

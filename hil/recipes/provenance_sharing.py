@@ -20,6 +20,7 @@ from typing import Any
 from torch.fx import traceback as fx_traceback
 
 from hil.recipes.patch_once import Patch
+from hil.recipes.speedups import Part
 
 
 def _copy_sharing_sources(value: Any, memo: dict[int, Any] | None = None) -> Any:
@@ -53,3 +54,5 @@ def _share_sources() -> None:
 
 PATCH = Patch(applies, _share_sources)
 install = PATCH.install  # share provenance sources from now on; False where torch differs
+PART = Part("provenance-sharing", lambda: (fx_traceback.NodeSource.__init__,),
+            "494c7c373036b741d9bb120ac2473642d990161623d8576c393cc88720fa1c8a", PATCH)  # fmt: skip

@@ -38,15 +38,6 @@ class TosaFpRecipe(Recipe):
     name = "tosa-fp"
     numerics = "fp32"
     option_defaults = MappingProxyType({"version": "1.0", "extensions": ()})
-    helper_modules = (
-        "hil.recipes.lowering",
-        "hil.recipes.host_program",
-        "hil.recipes.host_module",
-        "hil.recipes.arm_partition",
-        "hil.ethos_u.tosa_delegate",
-        "hil.ethos_u.macs",
-        "hil.artifacts.partition",
-    )
 
     def validate(self) -> None:
         if not isinstance(self.options["version"], str):

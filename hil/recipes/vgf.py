@@ -30,7 +30,7 @@ import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 from hil.case import BuiltCase
 from hil.errors import ExportError, UsageError
@@ -74,19 +74,6 @@ def converter_found() -> Iterator[None]:
 
 class VgfLowering(Recipe):
     """What both VGF recipes share: the specification, the lowering, the kept files."""
-
-    helper_modules: ClassVar[tuple[str, ...]] = (
-        "hil.recipes.lowering",
-        "hil.recipes.host_program",
-        "hil.recipes.host_module",
-        "hil.recipes.arm_partition",
-        "hil.recipes.delegate_files",
-        "hil.recipes.capture",
-        "hil.ethos_u.tosa_delegate",
-        "hil.ethos_u.macs",
-        "hil.artifacts.partition",
-        "hil.vgf.environment",
-    )
 
     def validate(self) -> None:
         if not isinstance(self.options["tosa_spec"], str):
@@ -144,8 +131,6 @@ class VgfRecipe(VgfLowering):
     name = "vgf"
     numerics = "int8"
     option_defaults = MappingProxyType({"tosa_spec": DEFAULT_SPEC, **arm_quantized.OPTION_DEFAULTS})
-    helper_modules = (*VgfLowering.helper_modules, "hil.recipes.quantized",
-                      "hil.recipes.arm_quantized", "hil.recipes.rounding")  # fmt: skip
     # the VGF runs the TOSA graph's integer arithmetic (measured on the emulation layer:
     # identical to the TOSA reference model on the same graph, int8 and int16)
     step_allowances = arm_quantized.STEP_ALLOWANCES

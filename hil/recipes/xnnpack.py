@@ -123,7 +123,6 @@ class XnnpackInt8Recipe(Recipe):
     name = "xnnpack-int8"
     numerics = "int8"
     option_defaults = MappingProxyType({"per_channel": True})
-    helper_modules = ("hil.recipes.lowering", "hil.recipes.quantized", "hil.recipes.rounding")
     step_allowances = MappingProxyType({"int8": XNNPACK_INT8})
 
     def validate(self) -> None:

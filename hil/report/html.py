@@ -242,13 +242,27 @@ def counter_tables(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def tool_table(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Tool versions per run; a tool whose version differs between runs is flagged."""
+    """Tool versions per run, and hil's export speed-ups beside them; a tool whose version
+    differs between runs is flagged."""
     names = sorted({name for run in runs for name in (run.get("tools") or {})})
     lines = []
     for name in names:
         values = [(run.get("tools") or {}).get(name, "-") for run in runs]
         lines.append({"name": name, "versions": values, "differs": len(set(values)) > 1})
+    declared = [_speedups(run.get("speedups")) for run in runs]
+    lines.append({"name": "hil export speed-ups", "versions": declared,
+                  "differs": len(set(declared)) > 1})  # fmt: skip
     return {"runs": [run["run_id"] for run in runs], "lines": lines}
+
+
+def _speedups(declared: Mapping[str, Any] | None) -> str:
+    """What a run's exports could use of hil's changes to torch and ExecuTorch."""
+    if not declared:
+        return "not recorded"
+    if declared.get("pristine"):
+        return "none: torch and ExecuTorch as shipped (pristine)"
+    parts = sorted(declared.get("parts") or {})
+    return f"{len(parts)}: {', '.join(parts)} (each only on the code it was written against)"
 
 
 def change(value: float) -> str:

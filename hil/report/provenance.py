@@ -22,6 +22,7 @@ from typing import Any
 
 from hil.artifacts.fingerprint import tool_versions
 from hil.devices import DeviceSpec
+from hil.recipes import speedups
 
 RUN_VERSION = 1
 
@@ -199,6 +200,7 @@ def new_run(
         },
         "git": git_state(rootdir),
         "tools": tool_inventory(),
+        "speedups": speedups.declared(),
         "python": {"version": sys.version.split()[0], "executable": sys.executable},
         "machine": machine,
         "seed_policy": SEED_POLICY,

@@ -8,6 +8,7 @@ are kept and older ones released: a sweep of big models does not pile up in memo
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from hil.case import BuiltCase, Case
 from hil.devices import TimingPolicy
 from hil.errors import ArtifactMissing, ExportError, ResourceExhausted, resource_exhaustion
 from hil.progress import Progress, heartbeat
-from hil.recipes import Recipe, export_speedup
+from hil.recipes import Recipe, speedups
 from hil.recipes.lowering import reference_tensors
 from hil.threads import one_thread
 from hil.timing import timed_runs
@@ -115,10 +116,12 @@ class References:
             return found
 
         def build(workdir: Path) -> Any:
-            export_speedup.install()
+            installed = speedups.install()
             # one thread: the artifact is the same whichever process builds it (hil.threads)
             with heartbeat(self._progress, f"exporting {name} with {recipe.name}"), one_thread():
-                return recipe.export(built, workdir)
+                product = recipe.export(built, workdir)
+            # which speed-ups were in place where it was made: every record carries it
+            return replace(product, details={**product.details, "speedups": installed})
 
         source = export_source(name, recipe_material)
         try:

@@ -1,0 +1,136 @@
+"""What hil changes in torch and ExecuTorch at run time to export and load faster: declared,
+switchable, and checked against the code each change replaces.
+
+Every part is measured (README, Benchmarks) and proven to leave every program the same
+(tests/integration/test_pristine_export.py exports one program per recipe with and without
+them, in separate processes, and compares the bytes). Still, a release report is signed over
+the compiler, so:
+
+* `HIL_PRISTINE_EXPORT=1` (pytest's `--hil-pristine-export` sets it, for the export workers
+  too) installs none of them: torch and ExecuTorch run as shipped in every process hil starts.
+* Each part names the shipped functions it replaces and the digest of their code it was written
+  against (`code_digest`: bytecode, names and constants, not a version prefix). A torch or
+  ExecuTorch whose code differs (a patch release) leaves the part out, with one log line.
+* `declared()` (pristine, or the parts with the digests they check) is part of every artifact's
+  key and the run's provenance, and `install()`'s answer (the parts in place where the export
+  ran) is kept in the artifact's details, which every record carries: a pristine run never
+  reuses a patched export, and a report says which parts made its programs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hil.recipes.patch_once import Patch
+
+log = logging.getLogger("hil.recipes.speedups")
+
+PRISTINE = "HIL_PRISTINE_EXPORT"
+
+
+def pristine() -> bool:
+    """Whether torch and ExecuTorch are to run as shipped (no part installed)."""
+    return os.environ.get(PRISTINE, "") not in ("", "0")
+
+
+def code_digest(functions: Sequence[Any]) -> str:
+    """sha256 over the code of `functions`: bytecode, the names it uses and its constants
+    (nested code included), without file names or line numbers. A function without Python
+    code (a builtin) counts by its qualified name."""
+    digest = hashlib.sha256()
+
+    def put(code: types.CodeType) -> None:
+        digest.update(code.co_code)
+        digest.update(repr(code.co_names).encode())
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                put(const)
+            elif isinstance(const, frozenset):  # `x in {...}`: its repr's order is the hash's
+                digest.update(repr(sorted(map(repr, const))).encode())
+            else:
+                digest.update(repr(const).encode())
+
+    for function in functions:
+        code = getattr(inspect_unwrapped(function), "__code__", None)
+        if isinstance(code, types.CodeType):
+            put(code)
+        else:
+            digest.update(getattr(function, "__qualname__", repr(function)).encode())
+    return digest.hexdigest()
+
+
+def inspect_unwrapped(function: Any) -> Any:
+    """The shipped function behind a part's wrapper (`__wrapped__`), once a part is in place."""
+    while hasattr(function, "__wrapped__"):
+        function = function.__wrapped__
+    return function
+
+
+@dataclass(frozen=True)
+class Part:
+    """One change: its name, the shipped functions it replaces (looked up when asked), the
+    digest of their code it was written against, and the patch that makes it."""
+
+    name: str
+    replaced: Callable[[], Sequence[Any]]
+    digest: str
+    patch: Patch
+
+    def fits(self) -> bool:
+        """The shipped code is the one written against, and the part's own check agrees."""
+        try:
+            found = code_digest(self.replaced())
+        except (AttributeError, ImportError):
+            return False
+        return found == self.digest and self.patch.applies()
+
+
+def parts() -> tuple[Part, ...]:
+    """Every part, in the order they install."""
+    from hil.recipes import (
+        export_speedup,
+        fx_compile_cache,
+        load_speedup,
+        pass_placeholder,
+        provenance_sharing,
+    )
+
+    return (*export_speedup.PARTS, provenance_sharing.PART, pass_placeholder.PART,
+            fx_compile_cache.PART, load_speedup.PART)  # fmt: skip
+
+
+_refused: set[str] = set()
+
+
+def install(names: Sequence[str] | None = None) -> dict[str, str]:
+    """Install every part that fits (of `names`, when given), once per process, unless
+    pristine: what is in place (name -> the digest it checked)."""
+    if pristine():
+        return {}
+    for part in parts():
+        if (names is not None and part.name not in names) or part.patch.installed or (
+            part.name in _refused
+        ):
+            continue
+        if part.fits():
+            part.patch.install()
+        else:
+            _refused.add(part.name)
+            log.warning("export speed-up %s left out: the code it replaces is not the code it "
+                        "was written against (torch or ExecuTorch changed)", part.name)
+    return {p.name: p.digest for p in parts() if p.patch.installed}
+
+
+def declared() -> dict[str, Any]:
+    """What an artifact's key and a run's provenance say of the compiler: pristine, or the
+    parts that may be installed, each with the digest it installs only on (no part is looked
+    up or checked here: keys are computed on warm runs too)."""
+    if pristine():
+        return {"pristine": True, "parts": {}}
+    return {"pristine": False, "parts": {p.name: p.digest for p in parts()}}
