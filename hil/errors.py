@@ -126,36 +126,36 @@ class InfrastructureRecovered(InfrastructureError):
         self.recovery = recovery
 
 
-class TargetCrash(TargetError):
-    """The runner crashed, faulted or asserted while working on the model."""
-
-    def __init__(self, message: str, *, fix: str | None = None, log_tail: str = "") -> None:
-        super().__init__(message, fix=fix)
-        self.log_tail = log_tail
-
-    def __str__(self) -> str:
-        return with_log_tail(super().__str__(), self.log_tail)
-
-
-def with_log_tail(text: str, log_tail: str) -> str:
+def with_log_tail(text: str, log_tail: str, heading: str = "last log lines") -> str:
+    """`text`, then the last lines a process printed, indented under `heading`."""
     if not log_tail:
         return text
-    return text + "\n  last log lines:\n" + "\n".join(
+    return text + f"\n  {heading}:\n" + "\n".join(
         "    " + line for line in log_tail.splitlines()
     )
 
 
-class RunRefused(TargetError):
-    """The runtime refused to run the program (a kernel's own check failed, execute() returned
-    an error) while the runner stayed alive: the program's fault on this runtime (a kernel that
-    does not take this dtype or memory layout), a test failure, not the lab's."""
+class WithLogTail(HilError):
+    """An error that carries the last lines its process printed, shown under its message."""
+
+    heading = "last log lines"
 
     def __init__(self, message: str, *, fix: str | None = None, log_tail: str = "") -> None:
         super().__init__(message, fix=fix)
         self.log_tail = log_tail
 
     def __str__(self) -> str:
-        return with_log_tail(super().__str__(), self.log_tail)
+        return with_log_tail(super().__str__(), self.log_tail, self.heading)
+
+
+class TargetCrash(WithLogTail, TargetError):
+    """The runner crashed, faulted or asserted while working on the model."""
+
+
+class RunRefused(WithLogTail, TargetError):
+    """The runtime refused to run the program (a kernel's own check failed, execute() returned
+    an error) while the runner stayed alive: the program's fault on this runtime (a kernel that
+    does not take this dtype or memory layout), a test failure, not the lab's."""
 
 
 class DeployError(TargetError):
@@ -253,21 +253,11 @@ class ViewerMissing(ExploreError):
     """Model Explorer is not installed in its tool venv, and installing it failed or was refused."""
 
 
-class ViewerFailed(ExploreError):
+class ViewerFailed(WithLogTail, ExploreError):
     """Model Explorer is installed but failed: it did not start, or a conversion failed.
     `log_tail` holds its last output lines."""
 
-    def __init__(self, message: str, *, fix: str | None = None, log_tail: str = "") -> None:
-        super().__init__(message, fix=fix)
-        self.log_tail = log_tail
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        if self.log_tail:
-            text += "\n  last lines it printed:\n" + "\n".join(
-                "    " + line for line in self.log_tail.splitlines()
-            )
-        return text
+    heading = "last lines it printed"
 
 
 _OUT_OF_MEMORY = ("out of memory", "can't allocate memory", "cannot allocate memory",

@@ -114,7 +114,3 @@ def finding_from(what: str, attempt: Callable[[], str], *, blocking: bool = True
         return Finding(what, OK, attempt())
     except HilError as e:
         return Finding(what, MISSING, e.message, e.fix, e if blocking else None)
-
-
-def found_all(findings: Iterable[Finding]) -> bool:
-    return all(f.status != MISSING for f in findings)

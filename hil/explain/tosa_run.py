@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from hil.arrays import Array
@@ -195,7 +194,3 @@ def run_keeping_tensors(
                 f"the host program never called NPU delegate {name}", fix=FIX_REEXPORT
             )
     return runs
-
-
-def as_int(array: Array) -> np.ndarray[Any, Any]:
-    return np.asarray(array).astype(np.int64)

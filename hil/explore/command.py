@@ -45,6 +45,7 @@ from hil.explore.overlays import (
 from hil.explore.program import read_program
 from hil.explore.source import Source, from_case, from_path
 from hil.explore.viewer import Viewer, default_venv
+from hil.paths import default_cache_dir, default_results_dir
 
 USAGE = """Open a case's .pte in Model Explorer (served on 127.0.0.1 only) with hil's overlays:
 its Ethos-U delegates expanded to their TOSA graphs, the partition report, Vela's per-layer
@@ -319,7 +320,7 @@ def resolve(args: argparse.Namespace, ready: Callable[[], object]) -> Source:
             fix=f"hil explore {args.case} --target u85-ref",
         )
     dirs = [Path(d) for d in args.devices] if args.devices else default_device_dirs()
-    cache = args.cache_dir or Path(os.environ.get("HIL_CACHE_DIR", ".hil/cache"))
+    cache = args.cache_dir or default_cache_dir()
     return from_case(
         args.case,
         args.target,
@@ -336,7 +337,7 @@ def resolve(args: argparse.Namespace, ready: Callable[[], object]) -> Source:
 def run(args: argparse.Namespace) -> int:
     viewer = Viewer(args.viewer_venv or default_venv())
     source = resolve(args, lambda: viewer.ensure(say, allow_install=not args.no_install))
-    results = args.results_dir or Path(os.environ.get("HIL_RESULTS_DIR", ".hil/results"))
+    results = args.results_dir or default_results_dir()
     exploration = prepare(
         source,
         viewer,

@@ -65,9 +65,6 @@ class Program:
     def calls_to(self, backend: str) -> tuple[DelegateCall, ...]:
         return tuple(c for c in self.delegate_calls if c.backend == backend)
 
-    def kernel_calls(self) -> tuple[Instruction, ...]:
-        return tuple(i for i in self.instructions if i.kind == "KernelCall")
-
 
 def read_program(path: Path) -> Program:
     """Parse a .pte; an unreadable or foreign file is an ExploreError that says what it is."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from pathlib import Path
 from typing import Any
+
+from hil.paths import default_results_dir
 
 DEFAULT_OUT = Path(".hil/report")
 
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         check = certify.verify_file(args.verify)
         print(f"{args.verify}: {check}")
         return 0 if check.ok else 1
-    results = args.results or [Path(os.environ.get("HIL_RESULTS_DIR", ".hil/results"))]
+    results = args.results or [default_results_dir()]
     threshold = (
         regression.DEFAULT_LATENCY_THRESHOLD
         if args.latency_threshold is None

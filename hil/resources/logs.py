@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hil.paths import default_results_dir
+
 
 def board_log_dir() -> Path:
-    return Path(os.environ.get("HIL_RESULTS_DIR", ".hil/results")) / "boards"
+    return default_results_dir() / "boards"
 
 
 def tail(path: Path | None, lines: int) -> str:

@@ -70,10 +70,6 @@ class FrameDecoder:
             self._start = 0
         self._buf += data
 
-    @property
-    def buffered(self) -> int:
-        return len(self._buf) - self._start
-
     def _skip_to_magic(self, past: int) -> None:
         at = self._buf.find(MAGIC[:1], self._start + past)
         end = len(self._buf) if at < 0 else at

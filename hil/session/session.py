@@ -23,10 +23,10 @@ from hil.artifacts.store import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import DeviceRegistry, DeviceSpec, RecipeSpec, default_device_dirs
 from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
+from hil.paths import default_cache_dir, default_results_dir
 from hil.progress import Progress
 from hil.recipes import Recipe, make_recipe
 from hil.session.beside_eager import run_beside_eager
-from hil.session.paths import default_cache_dir, default_results_dir
 from hil.session.pool import TargetPool
 from hil.session.prefetch import ExportPool, default_workers, plan
 from hil.session.references import References, time_eager

@@ -1,4 +1,5 @@
-"""Where a session keeps its cache and results unless told otherwise."""
+"""Where hil keeps its cache and results unless told otherwise: the one place their defaults
+are spelled (the library, the plugin, the commands and the board logs all ask here)."""
 
 from __future__ import annotations
 
