@@ -45,8 +45,7 @@ import torch
 from torch._ops import OperatorBase
 
 from hil.recipes import cia_override
-from hil.recipes.patch_once import Patch
-from hil.recipes.speedups import Part
+from hil.recipes.patch_once import Part, Patch
 
 _state = threading.local()
 OVERRIDE_PARTS = (  # what hil.recipes.cia_override replaces and reads in torch.export

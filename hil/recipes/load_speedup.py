@@ -15,8 +15,7 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from hil.recipes.patch_once import Patch
-from hil.recipes.speedups import Part
+from hil.recipes.patch_once import Part, Patch
 
 
 class TypingWithSchemaHints:

@@ -19,15 +19,19 @@ the compiler, so:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import types
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from hil.recipes.patch_once import Patch
+from hil.recipes import (
+    export_speedup,
+    fx_compile_cache,
+    load_speedup,
+    pass_placeholder,
+    provenance_sharing,
+)
+from hil.recipes.patch_once import Part
 
 log = logging.getLogger("hil.recipes.speedups")
 
@@ -39,67 +43,8 @@ def pristine() -> bool:
     return os.environ.get(PRISTINE, "") not in ("", "0")
 
 
-def code_digest(functions: Sequence[Any]) -> str:
-    """sha256 over the code of `functions`: bytecode, the names it uses and its constants
-    (nested code included), without file names or line numbers. A function without Python
-    code (a builtin) counts by its qualified name."""
-    digest = hashlib.sha256()
-
-    def put(code: types.CodeType) -> None:
-        digest.update(code.co_code)
-        digest.update(repr(code.co_names).encode())
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                put(const)
-            elif isinstance(const, frozenset):  # `x in {...}`: its repr's order is the hash's
-                digest.update(repr(sorted(map(repr, const))).encode())
-            else:
-                digest.update(repr(const).encode())
-
-    for function in functions:
-        code = getattr(inspect_unwrapped(function), "__code__", None)
-        if isinstance(code, types.CodeType):
-            put(code)
-        else:
-            digest.update(getattr(function, "__qualname__", repr(function)).encode())
-    return digest.hexdigest()
-
-
-def inspect_unwrapped(function: Any) -> Any:
-    """The shipped function behind a part's wrapper (`__wrapped__`), once a part is in place."""
-    while hasattr(function, "__wrapped__"):
-        function = function.__wrapped__
-    return function
-
-
-@dataclass(frozen=True)
-class Part:
-    """One change: its name, the shipped functions it replaces (looked up when asked), the
-    digest of their code it was written against, and the patch that makes it."""
-
-    name: str
-    replaced: Callable[[], Sequence[Any]]
-    digest: str
-    patch: Patch
-
-    def fits(self) -> bool:
-        """The shipped code is the one written against, and the part's own check agrees."""
-        try:
-            found = code_digest(self.replaced())
-        except (AttributeError, ImportError):
-            return False
-        return found == self.digest and self.patch.applies()
-
-
 def parts() -> tuple[Part, ...]:
     """Every part, in the order they install."""
-    from hil.recipes import (
-        export_speedup,
-        fx_compile_cache,
-        load_speedup,
-        pass_placeholder,
-        provenance_sharing,
-    )
 
     return (*export_speedup.PARTS, provenance_sharing.PART, pass_placeholder.PART,
             fx_compile_cache.PART, load_speedup.PART)  # fmt: skip
