@@ -7,8 +7,8 @@
 
 Their side is bench/their_harness.py's kept runs (`.hil/bench/theirs/`, built up in parts
 over several runs, each part's junit and wall time kept): files it has not run yet are run
-first, in parts, unless --no-their-runs. hil's side runs here, in parts of --part-size files
-(one pytest process each, one cache for all), cold then warm.
+first, in parts, unless --no-their-runs. hil's side runs here, cold then warm, in one pytest
+run each (or in parts of --part-size files, one cache for all).
 
 Printed, from one run:
 * every collected case of theirs and what hil did with it: judged (on which targets) or skipped,
@@ -116,7 +116,8 @@ def run_hil(files: list[str], parts: list[list[str]], work: Path, base: dict[str
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", help="their file stems (default: all)")
-    parser.add_argument("--part-size", type=int, default=20, help="files a hil pytest run")
+    parser.add_argument("--part-size", type=int, default=0,
+                        help="files a hil pytest run (default 0: one run for all, as a user's)")
     parser.add_argument("--no-their-runs", action="store_true",
                         help="use only their kept runs (files they lack count as unknown)")
     parser.add_argument("--no-warm", action="store_true", help="skip hil's warm run")
@@ -143,7 +144,8 @@ def main() -> int:
     days = sorted({p.day for p in parts})
     print(f"  their harness: {len(parts)} kept parts ({', '.join(days)}), "
           f"{Run('', 0, 0, theirs).counts()}")  # fmt: skip
-    chunks = [files[i:i + args.part_size] for i in range(0, len(files), args.part_size)]
+    size = args.part_size or len(files)
+    chunks = [files[i:i + size] for i in range(0, len(files), size)]
     cold = run_hil(files, chunks, work, base, "cold")
     warm = None if args.no_warm else run_hil(files, chunks, work, base, "warm")
     report(theirs, their_seconds, cold, warm)

@@ -36,11 +36,19 @@ from hil.recipes.patch_once import Part
 log = logging.getLogger("hil.recipes.speedups")
 
 PRISTINE = "HIL_PRISTINE_EXPORT"
+LEFT_OUT = "HIL_SPEEDUPS_OFF"  # part names to leave out, comma-separated (bench/speedup_parts.py)
 
 
 def pristine() -> bool:
     """Whether torch and ExecuTorch are to run as shipped (no part installed)."""
     return os.environ.get(PRISTINE, "") not in ("", "0")
+
+
+def left_out() -> frozenset[str]:
+    """The parts this process is told to leave out (HIL_SPEEDUPS_OFF), every one if pristine."""
+    if pristine():
+        return frozenset(p.name for p in parts())
+    return frozenset(n.strip() for n in os.environ.get(LEFT_OUT, "").split(",") if n.strip())
 
 
 def parts() -> tuple[Part, ...]:
@@ -56,11 +64,10 @@ _refused: set[str] = set()
 def install(names: Sequence[str] | None = None) -> dict[str, str]:
     """Install every part that fits (of `names`, when given), once per process, unless
     pristine: what is in place (name -> the digest it checked)."""
-    if pristine():
-        return {}
+    skipped = left_out()
     for part in parts():
         if (names is not None and part.name not in names) or part.patch.installed or (
-            part.name in _refused
+            part.name in _refused or part.name in skipped
         ):
             continue
         if part.fits():
@@ -76,6 +83,6 @@ def declared() -> dict[str, Any]:
     """What an artifact's key and a run's provenance say of the compiler: pristine, or the
     parts that may be installed, each with the digest it installs only on (no part is looked
     up or checked here: keys are computed on warm runs too)."""
-    if pristine():
-        return {"pristine": True, "parts": {}}
-    return {"pristine": False, "parts": {p.name: p.digest for p in parts()}}
+    skipped = left_out()
+    return {"pristine": pristine(),
+            "parts": {p.name: p.digest for p in parts() if p.name not in skipped}}  # fmt: skip
