@@ -1,7 +1,7 @@
 """What each of hil's speed-ups to torch and ExecuTorch gains, so one that stops paying for itself
 can be dropped (issue #35). Printed as ratios from one run, never asserted.
 
-    .venv/bin/python bench/speedup_parts.py                # 6 operator rows, ethos-u and xnnpack-int8
+    .venv/bin/python bench/speedup_parts.py              # 6 operator rows, ethos-u, xnnpack-int8
     .venv/bin/python bench/speedup_parts.py --rows 3 --rounds 2
 
 Each configuration exports the same cases cold (an empty cache) in a fresh process, one thread,
