@@ -14,6 +14,14 @@ from hil import Case, seeded
 from hil.session.prefetch import Export, ExportPool, plan
 
 
+
+def wait_until(done: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Poll `done` until it holds; a deadline, so a pool that never gets there fails."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"waited {timeout:g} s for {what}"
+        time.sleep(0.01)
+
 def cases(count: int) -> list[Case]:
     return [Case(f"c{i}", lambda: torch.nn.Identity(), seeded((1, 2))) for i in range(count)]
 
@@ -80,8 +88,8 @@ def test_a_worker_that_dies_leaves_its_export_to_the_check(tmp_path: Path) -> No
 
     ahead = pool(tmp_path, items, dies, workers=1)
     try:
-        while ahead.status().startswith("0 of 2 exported, 0 running"):
-            time.sleep(0.01)  # the worker has taken the first
+        wait_until(lambda: not ahead.status().startswith("0 of 2 exported, 0 running"),
+                   "the worker to take the first")  # fmt: skip
         started = time.monotonic()
         ahead.wait_for(items[0].case, items[0].source)
         assert time.monotonic() - started < 5
@@ -111,8 +119,7 @@ def test_a_check_that_made_its_own_case_waits_for_the_export_made_ahead(tmp_path
     items = exports(cases(2))
     ahead = pool(tmp_path, items, marking(tmp_path, 1.0), workers=1)
     try:
-        while not ahead.status().endswith("1 running"):
-            time.sleep(0.01)  # the worker has started on c0
+        wait_until(lambda: ahead.status().endswith("1 running"), "the worker to start on c0")
         again = Case("c0", lambda: torch.nn.Identity(), seeded((1, 2)))  # not the planned object
         ahead.wait_for(again, items[0].source)
         assert (tmp_path / "c0").exists()  # waited for the worker's export, not taken back
