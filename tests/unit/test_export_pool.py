@@ -14,7 +14,6 @@ from hil import Case, seeded
 from hil.session.prefetch import Export, ExportPool, plan
 
 
-
 def wait_until(done: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
     """Poll `done` until it holds; a deadline, so a pool that never gets there fails."""
     deadline = time.monotonic() + timeout
