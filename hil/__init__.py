@@ -29,7 +29,7 @@ _WHERE = {
     "CheckResult": "hil.verdict.result",
     "Metrics": "hil.verdict.result",
     "Tolerance": "hil.verdict.tolerances",
-    "ToleranceOverride": "hil.verdict.tolerances",
+    "ToleranceOverride": "hil.tolerance_override",
 }
 
 if TYPE_CHECKING:
@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     from hil.case import BuiltCase, Case, case_from_module, seeded
     from hil.errors import HilError
     from hil.session import Session
+    from hil.tolerance_override import ToleranceOverride
     from hil.verdict.result import CheckResult, Metrics
-    from hil.verdict.tolerances import Tolerance, ToleranceOverride
+    from hil.verdict.tolerances import Tolerance
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ from hil.call import bind, flatten_call
 from hil.devices import TimingPolicy
 from hil.errors import CaseError
 from hil.threads import one_thread
-from hil.verdict.tolerances import ToleranceOverride
+from hil.tolerance_override import ToleranceOverride
 
 V = TypeVar("V")
 

@@ -11,7 +11,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from hil.artifacts.partition import PartitionReport
-from hil.ethos_u.vela import VelaSummary
+
+
+@dataclass(frozen=True)
+class VelaSummary:
+    """One delegate's estimate (or several combined); sizes in bytes, time in microseconds."""
+
+    accelerator: str  # as Vela writes it, e.g. "Ethos_U55_128"
+    system_config: str
+    memory_mode: str
+    clock_hz: float
+    npu_cycles: int
+    total_cycles: int
+    inference_time_us: float
+    sram_bytes: int
+    dram_bytes: int
+    flash_bytes: int  # on-chip plus off-chip flash
+    vela_macs: int
+    delegates: int = 1
+
+    def counters(self) -> dict[str, float]:
+        """The summary as RunResult counters (all estimated)."""
+        return {
+            "npu_cycles": float(self.npu_cycles),
+            "total_cycles": float(self.total_cycles),
+            "est_time_us": self.inference_time_us,
+            "clock_hz": self.clock_hz,
+            "sram_bytes": float(self.sram_bytes),
+            "dram_bytes": float(self.dram_bytes),
+            "flash_bytes": float(self.flash_bytes),
+            "vela_macs": float(self.vela_macs),
+        }
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ from hil.arrays import Array
 from hil.artifacts.parts import ArtifactParts, OutputSensitivity
 from hil.errors import CacheError, ExportError, ResourceExhausted, resource_exhaustion
 from hil.locks import file_lock
-from hil.recipes.base import ExportProduct
 
 PTE_NAME = "model.pte"
 META_NAME = "artifact.json"
@@ -43,6 +42,28 @@ FORMAT = 2
 
 log = logging.getLogger("hil.artifacts.store")
 
+
+
+@dataclass(frozen=True)
+class ExportProduct:
+    """What a recipe hands to the cache.
+
+    `output_scales` is the quantization step of each output (None where an output is float);
+    `quantized_reference` holds the quantized PyTorch model's outputs on the case's inputs, so a
+    target can be compared with both eager fp32 and the model it was actually compiled from.
+    `quantized_ops` counts the quantizers acting on activations (0: the quantizer left the model
+    in float; None: not a quantized recipe) and `sensitivity` is each output's rounding
+    sensitivity (hil.recipes.rounding), which the target check's step limit includes.
+    `details` carries recipe facts for reports (delegated operators, Vela numbers, ...).
+    Side files are written by the recipe straight into the work folder it was given.
+    """
+
+    pte: bytes
+    output_scales: tuple[float | None, ...] = ()
+    quantized_reference: tuple[Array, ...] | None = None
+    quantized_ops: int | None = None
+    sensitivity: tuple[OutputSensitivity | None, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 @dataclass(frozen=True)
 class Artifact:

@@ -27,6 +27,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from hil.arrays import RAW_BITS
+from hil.capture import captured_output
 from hil.errors import HilError, RunRefused, TargetCrash, TargetStateError
 
 DTYPES: Mapping[str, torch.dtype] = {
@@ -129,9 +130,6 @@ def run_reference_model(
 ) -> tuple[list[np.ndarray[Any, Any]], str, str]:
     """Run one TOSA flatbuffer in Arm's reference model: (outputs, status name, its messages)."""
     import tosa_reference_model as reference
-
-    # here, not at the top: hil.recipes imports this module (a first import of it would cycle)
-    from hil.recipes.capture import captured_output
 
     with captured_output() as messages:
         outputs, status = reference.run(

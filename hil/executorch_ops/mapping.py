@@ -40,7 +40,7 @@ import torch
 
 from hil.devices import DeviceSpec, RecipeSpec
 from hil.executorch_ops.calls import PipelineCall
-from hil.verdict.tolerances import ToleranceOverride
+from hil.tolerance_override import ToleranceOverride
 
 INT_RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8")
 FLOAT_RECIPES = ("tosa-fp", "portable", "xnnpack-fp32", "vgf-fp")

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hil.capture import captured_output
 from hil.errors import ExplainError
 from hil.explain.tosa_run import TosaBlock, read_block
-from hil.recipes.capture import captured_output
 
 ORIGIN_PASS = "ExportedProgram.module()"  # the copy of the lowered program's own graph
 

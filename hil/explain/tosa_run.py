@@ -20,10 +20,10 @@ import torch
 from hil.arrays import Array
 from hil.artifacts.store import Artifact
 from hil.call import fresh
+from hil.capture import captured_output
 from hil.case import BuiltCase
 from hil.errors import ExplainError, HilError
 from hil.ethos_u.tosa_delegate import TensorSpec, TosaRunner, run_reference_model
-from hil.recipes.capture import captured_output
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import load_host_program
 

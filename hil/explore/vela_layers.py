@@ -33,8 +33,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from hil.artifacts.tosa_graph import TosaGraph
+from hil.capture import captured_output
 from hil.errors import ExploreError
-from hil.recipes.capture import captured_output
 
 VERBOSE_FLAGS = ("--verbose-performance", "--enable-debug-db")
 DEBUG_DB = "output/out_debug.xml"

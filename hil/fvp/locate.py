@@ -21,9 +21,9 @@ from hil.errors import TargetUnavailable
 from hil.fvp import output
 from hil.fvp.config import FvpConfig
 from hil.fvp.errors import FvpLicenceError
-from hil.fvp.platforms import install_steps
 from hil.runner import firmware
 from hil.runner.firmware import FirmwareConfig
+from hil.settings.fvp_platforms import install_steps
 
 FVP_DIR_ENV = "HIL_FVP_DIR"
 EXECUTORCH_ENV = "EXECUTORCH_ROOT"

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from hil.artifacts.store import ExportProduct
 from hil.errors import UsageError
-from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.base import Recipe
 from hil.recipes.cortex_m import CortexMRecipe
 from hil.recipes.ethos_u import EthosURecipe
 from hil.recipes.portable import PortableRecipe

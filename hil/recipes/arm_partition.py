@@ -22,9 +22,9 @@ from typing import Any
 import torch
 
 from hil.artifacts.partition import Fallback, PartitionReport
+from hil.capture import captured_output
 from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
 from hil.ethos_u.macs import graph_macs, op_name
-from hil.recipes.capture import captured_output
 from hil.recipes.host_program import is_delegate_call
 from hil.recipes.lowering import exporter_step
 from hil.recipes.stages import brief, failing_stage

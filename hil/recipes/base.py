@@ -1,43 +1,20 @@
-"""The recipe contract: a PyTorch module plus inputs in, a .pte and its facts out."""
+"""The recipe contract: a PyTorch module plus inputs in, a .pte and its facts out
+(hil.artifacts.store.ExportProduct, the store's input, is what a recipe hands over)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from hil.arrays import Array
 from hil.artifacts.code_key import code_key
-from hil.artifacts.parts import OutputSensitivity
+from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
 from hil.recipes import speedups
 from hil.verdict.tolerances import StepAllowance
-
-
-@dataclass(frozen=True)
-class ExportProduct:
-    """What a recipe hands to the cache.
-
-    `output_scales` is the quantization step of each output (None where an output is float);
-    `quantized_reference` holds the quantized PyTorch model's outputs on the case's inputs, so a
-    target can be compared with both eager fp32 and the model it was actually compiled from.
-    `quantized_ops` counts the quantizers acting on activations (0: the quantizer left the model
-    in float; None: not a quantized recipe) and `sensitivity` is each output's rounding
-    sensitivity (hil.recipes.rounding), which the target check's step limit includes.
-    `details` carries recipe facts for reports (delegated operators, Vela numbers, ...).
-    Side files are written by the recipe straight into the work folder it was given.
-    """
-
-    pte: bytes
-    output_scales: tuple[float | None, ...] = ()
-    quantized_reference: tuple[Array, ...] | None = None
-    quantized_ops: int | None = None
-    sensitivity: tuple[OutputSensitivity | None, ...] = ()
-    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class Recipe(ABC):

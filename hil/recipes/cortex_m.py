@@ -27,11 +27,12 @@ from typing import Any
 import torch
 
 from hil.artifacts.partition import Fallback, PartitionReport
+from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
 from hil.ethos_u.macs import graph_macs, op_name
 from hil.recipes.arm_partition import compute_nodes, missing_cpu_kernels
-from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.base import Recipe
 from hil.recipes.host_program import host_program as make_host_program
 from hil.recipes.host_program import save_host_program
 from hil.recipes.lowering import exporter_step

@@ -18,9 +18,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hil.artifacts.parts import VelaSummary
+from hil.capture import captured_output
 from hil.errors import ExportError
-from hil.ethos_u.vela import VelaSummary, read_summary
-from hil.recipes.capture import captured_output
+from hil.ethos_u.vela import read_summary
 from hil.recipes.lowering import exporter_step
 
 TOSA_FILE = "out.tosa"  # the name ExecuTorch's vela_compile gives the graph it hands to Vela

@@ -30,11 +30,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from hil.artifacts.parts import VelaSummary
+from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
 from hil.ethos_u.vela import (
     ACCELERATOR_CONFIGS,
-    VelaSummary,
     check_ini_choice,
     combine,
     default_ini,
@@ -50,7 +51,7 @@ from hil.recipes.arm_partition import (
     serialize_lowered,
     strip_dump_path,
 )
-from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.quantized import QuantizedModel

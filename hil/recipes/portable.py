@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
-from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.base import Recipe
 from hil.recipes.lowering import export_program, lower_to_pte
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
 from hil.recipes.arm_partition import lowered_modules, partition_report, serialize_lowered
-from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.lowering import export_program, exporter_step

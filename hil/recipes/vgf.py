@@ -32,6 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import ExportError, UsageError
 from hil.recipes import arm_quantized
@@ -42,7 +43,7 @@ from hil.recipes.arm_partition import (
     serialize_lowered,
     strip_dump_path,
 )
-from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE, candidate_dumps, delegation_tag
 from hil.recipes.host_program import host_program, save_host_program
 from hil.recipes.lowering import export_program, exporter_step

@@ -10,9 +10,10 @@ from typing import Any
 
 import torch
 
+from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
-from hil.recipes.base import ExportProduct, Recipe
+from hil.recipes.base import Recipe
 from hil.recipes.lowering import export_program, lower_to_pte
 from hil.recipes.quantized import QuantizedStore
 from hil.verdict.tolerances import StepAllowance

@@ -30,8 +30,8 @@ from types import MappingProxyType
 from typing import NoReturn
 
 from hil.errors import DeviceSpecError
-from hil.fvp.platforms import PLATFORMS, FvpPlatform, npu_macs
 from hil.settings.common import LINK_KEYS, FirmwareChoice, LinkPolicy
+from hil.settings.fvp_platforms import PLATFORMS, FvpPlatform, npu_macs
 from hil.settings.reader import Section
 from hil.settings.serial import ModelLoad
 

@@ -19,10 +19,11 @@ import numpy as np
 
 from hil.arrays import Array
 from hil.artifacts.parts import OutputSensitivity
+from hil.tolerance_override import ToleranceOverride
 from hil.verdict import tolerances
 from hil.verdict.checks import Check, Limit, Question, failed, judged, not_judged
 from hil.verdict.metrics import OutputMetrics, measure, range_step, top1_agreement
-from hil.verdict.tolerances import StepAllowance, Tolerance, ToleranceOverride
+from hil.verdict.tolerances import StepAllowance, Tolerance
 
 EAGER = "eager PyTorch"
 QUANTIZED = "the quantized PyTorch model"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import tosa_serializer as ts  # type: ignore[import-untyped]
 
-from hil.recipes.capture import captured_output
+from hil.capture import captured_output
 
 Change = Callable[[Any], int]  # changes a serializer block; returns the operator it broke
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.artifacts.store import ArtifactCache
+from hil.artifacts.store import ArtifactCache, ExportProduct
 from hil.errors import ExportError
-from hil.recipes.base import ExportProduct
 
 
 class Builder:

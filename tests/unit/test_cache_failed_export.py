@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.artifacts.store import ArtifactCache
+from hil.artifacts.store import ArtifactCache, ExportProduct
 from hil.errors import ExportError
-from hil.recipes.base import ExportProduct
 
 
 def failing(leave_files: bool):  # type: ignore[no-untyped-def]
