@@ -11,6 +11,7 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     ├── ResourceExhausted     this machine ran out of memory or disk (never remembered as the
     │                         model's failure; the lab's problem, like infrastructure)
     ├── CacheError            the artifact store could not be read or written
+    ├── ProgramUnreadable     a .pte that is not one, is damaged, or is another ExecuTorch's
     ├── ReportError           a results folder or report is unreadable or fails its schema
     ├── ExplainError          the first-divergent-operator explainer cannot work on an
     │                         artifact (missing or damaged side files, no delegates)
@@ -90,6 +91,10 @@ class ResourceExhausted(HilError):
 
 class CacheError(HilError):
     """The artifact store could not be read or written."""
+
+
+class ProgramUnreadable(HilError):
+    """A .pte hil was asked to read is not one, is damaged, or is another ExecuTorch's."""
 
 
 class TargetError(HilError):

@@ -47,13 +47,13 @@ from pathlib import Path
 
 import torch
 
+from hil.artifacts.pte_program import Instruction, Program
 from hil.artifacts.store import Artifact
 from hil.case import BuiltCase
 from hil.errors import ExplainError
 from hil.explain import Divergence, NodeError
 from hil.explain import etdump as devtools
 from hil.explain.etdump import Pair
-from hil.explore.program import Instruction, Program
 from hil.recipes.base import Recipe
 from hil.verdict.tolerances import DEFAULT_ALLOWANCE, step_limits
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
+from hil.artifacts.pte_program import Program, read_program
 from hil.case import BuiltCase
 from hil.errors import ExplainError, ExploreError
-from hil.explore.program import Program, read_program
 from hil.recipes.base import Recipe
 from hil.recipes.lowering import recording_etrecord
 

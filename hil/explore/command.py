@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hil.artifacts.pte_program import read_program
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import ExploreError, PortInUse, UsageError
 from hil.explore import node_errors, server
@@ -42,7 +43,6 @@ from hil.explore.overlays import (
     missing_nodes,
     partition_overlay,
 )
-from hil.explore.program import read_program
 from hil.explore.source import Source, from_case, from_path
 from hil.explore.viewer import Viewer, default_venv
 from hil.paths import default_cache_dir, default_results_dir

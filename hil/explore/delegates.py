@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hil.artifacts.pte_program import DelegateCall, Program
 from hil.artifacts.tosa_graph import TosaGraph, read_tosa
 from hil.errors import ExploreError
-from hil.explore.program import DelegateCall, Program
 from hil.explore.vela_layers import DelegateEstimate, estimate
 
 ETHOS_U_BACKEND = "EthosUBackend"

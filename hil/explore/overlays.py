@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from hil.artifacts.partition import short_name
+from hil.artifacts.pte_program import Instruction, Program
 from hil.errors import ExploreError
 from hil.explore.delegates import VGF_BACKEND, KeptDelegate
 from hil.explore.node_errors import Address, Metric, NodeErrors
-from hil.explore.program import Instruction, Program
 
 NPU = "#8fd694"
 FALLBACK = "#f4a261"

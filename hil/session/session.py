@@ -33,7 +33,7 @@ from hil.session.references import References, time_eager
 from hil.session.retries import Attempts, check_with_retries
 from hil.targets import Target
 from hil.verdict.budgets import BudgetKind, budget_for
-from hil.verdict.judge import Observation, judge
+from hil.verdict.judge import Observation, RecipeFacts, judge
 from hil.verdict.result import CheckResult
 
 log = logging.getLogger("hil.session")
@@ -241,7 +241,7 @@ class Session:
             device_kernels=device.runs_device_kernels,
             not_the_model=run.not_the_model,
         )
-        result = judge(built, spec, recipe_obj, artifact, reference, seen, arrays)
+        result = judge(built, spec, RecipeFacts.of(recipe_obj), artifact, reference, seen, arrays)
         if rewrite is not None and not result.outputs_ok:
             result = replace(result, explained="first divergent operator: not looked for, the "
                              "outputs were rewritten after the run (fault injection)")

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -18,12 +19,12 @@ from hil.artifacts.partition import PartitionReport, judge_partition, short_name
 from hil.artifacts.store import Artifact
 from hil.case import BuiltCase
 from hil.devices import DeviceSpec
-from hil.recipes import Recipe
 from hil.verdict import budgets, outputs
 from hil.verdict.budgets import LatencyStats
 from hil.verdict.checks import Check, Question, failed, judged, not_judged
 from hil.verdict.metrics import measure
 from hil.verdict.result import CheckResult, Metrics
+from hil.verdict.tolerances import StepAllowance
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,22 @@ class Reference:
     unavailable: str = ""
 
 
-def program_facts(recipe: Recipe, artifact: Artifact) -> outputs.ProgramFacts:
+@dataclass(frozen=True)
+class RecipeFacts:
+    """What the verdict needs of the recipe that made the program (no recipe object)."""
+
+    name: str
+    numerics: str  # fp32, int8, a16w8, a8w4
+    quantized: bool  # the recipe quantizes (whether the program did: the artifact says)
+    step_allowance: StepAllowance | None  # how far its backend may round otherwise
+
+    @classmethod
+    def of(cls, recipe: Any) -> RecipeFacts:
+        """From anything with a recipe's attributes (hil.recipes.Recipe)."""
+        return cls(recipe.name, recipe.numerics, recipe.quantized, recipe.step_allowance)
+
+
+def program_facts(recipe: RecipeFacts, artifact: Artifact) -> outputs.ProgramFacts:
     quantized = recipe.quantized and artifact.quantized_ops != 0
     return outputs.ProgramFacts(
         numerics=recipe.numerics,
@@ -77,7 +93,7 @@ def program_facts(recipe: Recipe, artifact: Artifact) -> outputs.ProgramFacts:
 def judge(
     built: BuiltCase,
     spec: DeviceSpec,
-    recipe: Recipe,
+    recipe: RecipeFacts,
     artifact: Artifact,
     reference: Reference,
     seen: Observation,

@@ -31,9 +31,9 @@ from hil.errors import (
     PartitionMismatch,
     QuantizationLoss,
 )
-from hil.explain import Divergence
 from hil.verdict.budgets import Budget, LatencyStats
 from hil.verdict.checks import Check, Question, Status, json_number
+from hil.verdict.divergence import Divergence
 
 RECORD_VERSION = 2
 

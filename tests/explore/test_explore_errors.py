@@ -16,19 +16,19 @@ from pathlib import Path
 import pytest
 from explore_paths import HERE
 
+from hil.artifacts.pte_program import read_program
 from hil.cli import main
 from hil.devices import DeviceRegistry
 from hil.errors import (
     ArtifactMissing,
-    ExploreError,
     PortInUse,
+    ProgramUnreadable,
     UsageError,
     ViewerFailed,
     ViewerMissing,
 )
 from hil.explore import server
 from hil.explore.command import prepare
-from hil.explore.program import read_program
 from hil.explore.source import Source, from_case, from_path
 from hil.explore.viewer import REQUIREMENTS, STAMP, Viewer
 
@@ -94,12 +94,12 @@ def test_a_case_needs_a_target(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_file_that_is_not_a_pte_is_refused(tmp_path: Path) -> None:
     junk = tmp_path / "notes.pte"
     junk.write_bytes(b"this is not a flatbuffer at all")
-    with pytest.raises(ExploreError, match="not an ExecuTorch program") as raised:
+    with pytest.raises(ProgramUnreadable, match="not an ExecuTorch program") as raised:
         read_program(junk)
     assert ".pte" in (raised.value.fix or "")
     truncated = tmp_path / "cut.pte"
     truncated.write_bytes(b"\x1c\x00\x00\x00ET12" + b"\x00" * 8)
-    with pytest.raises(ExploreError, match="ExecuTorch cannot read it"):
+    with pytest.raises(ProgramUnreadable, match="ExecuTorch cannot read it"):
         read_program(truncated)
 
 

@@ -20,11 +20,11 @@ from browser import ExplorerBrowser
 from explore_paths import HERE, REPO
 from test_page import read_url, shot, with_graph
 
+from hil.artifacts.pte_program import read_program
 from hil.devices import DeviceRegistry
 from hil.errors import TargetUnavailable
 from hil.explore import server
 from hil.explore.delegates import VGF_BACKEND
-from hil.explore.program import read_program
 from hil.explore.source import from_case
 from hil.explore.viewer import Viewer
 from hil.targets import make_target

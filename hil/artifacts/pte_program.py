@@ -1,4 +1,5 @@
-"""What a .pte holds, as the viewer draws it: its instructions, operator and delegate calls.
+"""What a .pte holds: its instructions, operator and delegate calls (the one .pte reader: hil
+explore draws it, hil.explain pairs its intermediates with it).
 
 Read with ExecuTorch's own deserializer (the owner of the format), in hil's venv. Each instruction
 gets the node id that the PTE adapter of Model Explorer gives it: `<plan>_<chain>_<instruction>`
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hil.errors import ExploreError
+from hil.errors import ProgramUnreadable
 
 PTE_IDENTIFIER = b"ET"  # a flatbuffer's file identifier sits at bytes 4..8: "ET12" and later
 
@@ -67,15 +68,15 @@ class Program:
 
 
 def read_program(path: Path) -> Program:
-    """Parse a .pte; an unreadable or foreign file is an ExploreError that says what it is."""
+    """Parse a .pte; an unreadable or foreign file is an ProgramUnreadable that says what it is."""
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ExploreError(
+        raise ProgramUnreadable(
             f"cannot read {path}: {e.strerror}", fix="give the path of an ExecuTorch .pte"
         ) from e
     if len(data) < 8 or data[4:6] != PTE_IDENTIFIER:
-        raise ExploreError(
+        raise ProgramUnreadable(
             f"{path} is not an ExecuTorch program (no 'ET' flatbuffer identifier at byte 4)",
             fix="give a .pte written by ExecuTorch's to_executorch(), e.g. a hil artifact's "
             "model.pte (`hil cache` shows the store)",
@@ -85,7 +86,7 @@ def read_program(path: Path) -> Program:
     try:
         program = deserialize_pte_binary(data).program
     except Exception as e:
-        raise ExploreError(
+        raise ProgramUnreadable(
             f"{path} looks like a .pte but ExecuTorch cannot read it: {type(e).__name__}: {e}",
             fix="re-export it with the installed executorch (1.5.1), or check it is complete",
         ) from e
