@@ -65,7 +65,7 @@ test: setup
 	$(BIN)/pytest tests $(TEST_ARGS)
 
 setup: system-deps $(STAMP) $(EXPLORER_STAMP)
-	@$(BIN)/python -m hil.runner.aarch64_sdk >/dev/null  # the Pi's aarch64 executorch SDK, fetched once
+	@$(BIN)/python -m hil.sdk.aarch64 >/dev/null  # the Pi's aarch64 executorch SDK, fetched once
 
 # torch is installed first and pinned: this machine serves torch 2.13.0 (CPU) from local disk,
 # and an unpinned resolve may pull a multi-GB CUDA build instead.
@@ -100,6 +100,7 @@ system-deps:
 
 lint: setup
 	$(BIN)/ruff check hil tests suites bench
+	$(BIN)/ruff format --check hil tests suites bench
 	$(BIN)/mypy
 
 bench: setup

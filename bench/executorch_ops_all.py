@@ -102,8 +102,13 @@ def run_hil(files: list[str], parts: list[list[str]], work: Path, base: dict[str
     for n, part in enumerate(parts):
         paths = [str(ops_folder() / f"{f}.py") for f in part]
         env = {**base, "HIL_RESULTS_DIR": str(work / f"results-{label}-{n}")}
-        side.start_up += pytest_run(f"{label} start-up {n}", [*plugin, *paths, "-k",
-                                    "no_test_has_this_name"], work, env, with_hil=True).seconds
+        side.start_up += pytest_run(
+            f"{label} start-up {n}",
+            [*plugin, *paths, "-k", "no_test_has_this_name"],
+            work,
+            env,
+            with_hil=True,
+        ).seconds
         run = pytest_run(f"{label} part {n}", [*plugin, *paths], work, env, with_hil=True)
         side.seconds += run.seconds
         side.outcomes.update(run.outcomes)
@@ -116,10 +121,17 @@ def run_hil(files: list[str], parts: list[list[str]], work: Path, base: dict[str
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", help="their file stems (default: all)")
-    parser.add_argument("--part-size", type=int, default=0,
-                        help="files a hil pytest run (default 0: one run for all, as a user's)")
-    parser.add_argument("--no-their-runs", action="store_true",
-                        help="use only their kept runs (files they lack count as unknown)")
+    parser.add_argument(
+        "--part-size",
+        type=int,
+        default=0,
+        help="files a hil pytest run (default 0: one run for all, as a user's)",
+    )
+    parser.add_argument(
+        "--no-their-runs",
+        action="store_true",
+        help="use only their kept runs (files they lack count as unknown)",
+    )
     parser.add_argument("--no-warm", action="store_true", help="skip hil's warm run")
     args = parser.parse_args()
     files = args.files or all_files()
@@ -132,7 +144,7 @@ def main() -> int:
     missing = [f for f in files if f not in kept]
     if missing and not args.no_their_runs:
         for i in range(0, len(missing), 12):
-            mine = claim(missing[i:i + 12])
+            mine = claim(missing[i : i + 12])
             if mine:
                 save(run_part(mine, work, base))
     parts = [p for p in kept_parts() if set(p.files) & set(files)]
@@ -145,7 +157,7 @@ def main() -> int:
     print(f"  their harness: {len(parts)} kept parts ({', '.join(days)}), "
           f"{Run('', 0, 0, theirs).counts()}")  # fmt: skip
     size = args.part_size or len(files)
-    chunks = [files[i:i + size] for i in range(0, len(files), size)]
+    chunks = [files[i : i + size] for i in range(0, len(files), size)]
     cold = run_hil(files, chunks, work, base, "cold")
     warm = None if args.no_warm else run_hil(files, chunks, work, base, "warm")
     report(theirs, their_seconds, cold, warm)
@@ -160,8 +172,10 @@ def report(theirs: dict[str, tuple[str, str]], their_seconds: dict[str, float], 
         by_case[their_case(hil_id)].append((hil_id, outcome, message))
     unaccounted = sorted(set(theirs) - set(by_case))
     judged = {c for c, runs in by_case.items() if any(o != "skipped" for _, o, _ in runs)}
-    print(f"their cases {len(theirs)}; hil's cases {len(by_case)}: judged {len(judged)}, "
-          f"skipped by name {len(by_case) - len(judged)}, unaccounted {len(unaccounted)}")
+    print(
+        f"their cases {len(theirs)}; hil's cases {len(by_case)}: judged {len(judged)}, "
+        f"skipped by name {len(by_case) - len(judged)}, unaccounted {len(unaccounted)}"
+    )
     for case in unaccounted[:20]:
         print(f"  unaccounted: {case}")
     checks = Counter(o for runs in by_case.values() for _, o, _ in runs)
@@ -219,11 +233,15 @@ def vgf_rows(by_case: dict[str, list[tuple[str, str, str]]],
     failed = Counter(_cause(m) for runs in rows.values() for _, o, m in runs if o == "failed")
     skipped = Counter(skip_reason(m) for runs in rows.values() for _, o, m in runs
                       if o == "skipped")  # fmt: skip
-    print(f"their VGF rows: {len(rows)} cases; hil on vgf-emu: "
-          + ", ".join(f"{n} {o}" for o, n in outcomes.most_common()))
+    print(
+        f"their VGF rows: {len(rows)} cases; hil on vgf-emu: "
+        + ", ".join(f"{n} {o}" for o, n in outcomes.most_common())
+    )
     theirs_vgf = Counter(theirs[c][0] for c in rows if c in theirs)
-    print("  their harness on the same rows: "
-          + ", ".join(f"{n} {o}" for o, n in theirs_vgf.most_common()))
+    print(
+        "  their harness on the same rows: "
+        + ", ".join(f"{n} {o}" for o, n in theirs_vgf.most_common())
+    )
     for reason, count in skipped.most_common():
         print(f"  skipped {count:5d}  {reason}")
     for cause, count in failed.most_common():

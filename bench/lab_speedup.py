@@ -44,7 +44,7 @@ import numpy as np
 import yaml
 
 from hil.lab.virtual_rack import VirtualRack
-from hil.runner import firmware
+from hil.sdk import firmware
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 1.6
@@ -60,29 +60,49 @@ TITLES = {"fast": "memory-speed boards", "uart": f"{UART_BAUD}-baud boards"}
 def rack_device(folder: Path, coordinator: str, link: dict[str, Any]) -> None:
     """devices/vboard.yaml (recipes, latency, link), its boards leased from the rack."""
     spec = yaml.safe_load((REPO / "devices" / "vboard.yaml").read_text())
-    connection = {k: v for k, v in spec["connection"].items()
-                  if k not in ("virtual", "runner_args")}
+    connection = {
+        k: v for k, v in spec["connection"].items() if k not in ("virtual", "runner_args")
+    }
     connection.update(link)
-    connection["labgrid"] = {"coordinator": coordinator, "tags": {"board": "vboard"},
-                             "wait_s": 300}
-    spec.update(name="rack", connection=connection,
-                description="vboard's runner on boards of a virtual labgrid rack")
+    connection["labgrid"] = {"coordinator": coordinator, "tags": {"board": "vboard"}, "wait_s": 300}
+    spec.update(
+        name="rack",
+        connection=connection,
+        description="vboard's runner on boards of a virtual labgrid rack",
+    )
     (folder / "rack.yaml").write_text(yaml.safe_dump(spec))
 
 
 def run_suite(workers: int, devices: Path, results: Path, select: list[str]) -> tuple[float, float]:
     """(wall seconds, pytest's session seconds) of one run; exits if the run fails."""
-    command = [sys.executable, "-m", "pytest", "suites/operators", "--target=rack",
-               "-n", str(workers), "-q", "-p", "no:cacheprovider", "-p", "no:labgrid",
-               "-W", "ignore", f"--hil-devices={REPO / 'devices'}", f"--hil-devices={devices}",
-               f"--hil-results-dir={results}", *select]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "suites/operators",
+        "--target=rack",
+        "-n",
+        str(workers),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:labgrid",
+        "-W",
+        "ignore",
+        f"--hil-devices={REPO / 'devices'}",
+        f"--hil-devices={devices}",
+        f"--hil-results-dir={results}",
+        *select,
+    ]
     started = time.monotonic()
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     wall = time.monotonic() - started
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     if done.returncode != 0:
-        sys.exit(f"the run with {workers} worker(s) failed:\n{done.stdout[-3000:]}"
-                 f"{done.stderr[-2000:]}")
+        sys.exit(
+            f"the run with {workers} worker(s) failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+        )
     found = re.search(r" in ([0-9.]+)s", summary)
     return wall, float(found.group(1)) if found else wall
 
@@ -104,43 +124,56 @@ def report_pacing(baud: int, results: Path, one: float, two: float) -> None:
     """What the pacing decides (the UART time, split by two boards) and what it does not."""
     moved = paced_bytes(results)
     uart_s = moved / (baud / 10)  # 8N1: ten bits a byte
-    print(f"    paced by construction: {moved / 1e6:.2f} MB over the UARTs = {uart_s:.1f} s at "
-          f"{baud / 10 / 1000:.1f} KB/s; two boards split it, so that part alone gives "
-          f"{one / (one - uart_s / 2):.2f}x")
+    print(
+        f"    paced by construction: {moved / 1e6:.2f} MB over the UARTs = {uart_s:.1f} s at "
+        f"{baud / 10 / 1000:.1f} KB/s; two boards split it, so that part alone gives "
+        f"{one / (one - uart_s / 2):.2f}x"
+    )
     rest_one, rest_two = one - uart_s, two - uart_s / 2
-    print(f"    measured beyond the pacing: the rest of each run (host work, start-up, leases) "
-          f"{rest_one:.1f} s on one board, {rest_two:.1f} s on two ({rest_one / rest_two:.2f}x)")
+    print(
+        f"    measured beyond the pacing: the rest of each run (host work, start-up, leases) "
+        f"{rest_one:.1f} s on one board, {rest_two:.1f} s on two ({rest_one / rest_two:.2f}x)"
+    )
 
 
-def measure(name: str, runner: Path, folder: Path, repeats: int, warm_up: bool,
-            select: list[str]) -> float:
+def measure(
+    name: str, runner: Path, folder: Path, repeats: int, warm_up: bool, select: list[str]
+) -> float:
     """Times of 1 and 2 boards on one rack; returns the wall-time ratio of the best runs."""
     baud, link = RACKS[name]
     devices = folder / name / "devices"
     devices.mkdir(parents=True)
     print(f"  {TITLES[name]}:")
-    with VirtualRack(folder / name, runner, ["vb1", "vb2"], {"board": "vboard"},
-                     baud=baud).start() as rack:
+    with VirtualRack(
+        folder / name, runner, ["vb1", "vb2"], {"board": "vboard"}, baud=baud
+    ).start() as rack:
         rack_device(devices, rack.coordinator, link)
         if warm_up:
             wall, session = run_suite(2, devices, folder / f"{name}-warm", select)
-            print(f"    warm-up, 2 boards (fills the cache) {wall:7.1f} s wall {session:7.1f} s "
-                  "in pytest")
+            print(
+                f"    warm-up, 2 boards (fills the cache) {wall:7.1f} s wall {session:7.1f} s "
+                "in pytest"
+            )
         times: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
         for repeat in range(repeats):
             for workers in (1, 2):
                 load = os.getloadavg()[0]
-                wall, session = run_suite(workers, devices, folder / f"{name}-{repeat}-{workers}",
-                                          select)
+                wall, session = run_suite(
+                    workers, devices, folder / f"{name}-{repeat}-{workers}", select
+                )
                 times[workers].append((wall, session))
-                print(f"    {workers} board{'s' if workers > 1 else ' '}, {workers} xdist "
-                      f"worker{'s' if workers > 1 else ' '}      {wall:7.1f} s wall "
-                      f"{session:7.1f} s in pytest   load {load:.1f}")
+                print(
+                    f"    {workers} board{'s' if workers > 1 else ' '}, {workers} xdist "
+                    f"worker{'s' if workers > 1 else ' '}      {wall:7.1f} s wall "
+                    f"{session:7.1f} s in pytest   load {load:.1f}"
+                )
     one = min(t[0] for t in times[1]), min(t[1] for t in times[1])
     two = min(t[0] for t in times[2]), min(t[1] for t in times[2])
     ratio = one[0] / two[0]
-    print(f"    speed-up on two boards: {ratio:.2f}x wall, {one[1] / two[1]:.2f}x in pytest "
-          f"(best of {repeats})")
+    print(
+        f"    speed-up on two boards: {ratio:.2f}x wall, {one[1] / two[1]:.2f}x in pytest "
+        f"(best of {repeats})"
+    )
     if baud is not None:
         report_pacing(baud, folder / f"{name}-0-1", one[0], two[0])
     return ratio
@@ -155,21 +188,28 @@ def main() -> None:
     select = ["-k", args.select] if args.select else []
     os.environ.setdefault("HIL_FIRMWARE_DIR", str(REPO / ".hil" / "firmware"))
     runner = firmware.build(firmware.FirmwareConfig("host")).binary
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()
-    print(f"operator suite on a virtual labgrid rack, 1 board vs 2 (commit {commit}, "
-          f"{platform.machine()}, {os.cpu_count()} cores, runner {runner.parent.parent.name[:12]})")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    print(
+        f"operator suite on a virtual labgrid rack, 1 board vs 2 (commit {commit}, "
+        f"{platform.machine()}, {os.cpu_count()} cores, runner {runner.parent.parent.name[:12]})"
+    )
     ratios = {}
     with tempfile.TemporaryDirectory(prefix="hil-lab-bench-") as tmp:
         for index, name in enumerate([args.only] if args.only else list(RACKS)):
             ratios[name] = measure(name, runner, Path(tmp), args.repeats, index == 0, select)
     if "uart" in ratios:
         verdict = "ok" if ratios["uart"] >= GOAL else "BELOW GOAL"
-        print(f"  board-bound speed-up ({TITLES['uart']}): {ratios['uart']:.2f}x "
-              f"(goal: at least {GOAL}x) {verdict}")
+        print(
+            f"  board-bound speed-up ({TITLES['uart']}): {ratios['uart']:.2f}x "
+            f"(goal: at least {GOAL}x) {verdict}"
+        )
     if "fast" in ratios:
-        print(f"  start-up-bound speed-up ({TITLES['fast']}): {ratios['fast']:.2f}x (no goal: "
-              "each worker's start-up outweighs the suite's board time)")
+        print(
+            f"  start-up-bound speed-up ({TITLES['fast']}): {ratios['fast']:.2f}x (no goal: "
+            "each worker's start-up outweighs the suite's board time)"
+        )
 
 
 if __name__ == "__main__":

@@ -144,8 +144,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", default=list(FILES))
     parser.add_argument("--target", default="u85-ref")
-    parser.add_argument("--recipe", default="ethos-u",
-                        help="the recipe hil's ids name on a target without an NPU")
+    parser.add_argument(
+        "--recipe", default="ethos-u", help="the recipe hil's ids name on a target without an NPU"
+    )
     parser.add_argument("-k", default="tosa_INT", help="their test selection (default tosa_INT)")
     args = parser.parse_args()
     folder = ops_folder()

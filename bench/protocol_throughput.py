@@ -36,9 +36,9 @@ from hil.case import case_from_module
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.recipes import make_recipe
 from hil.resources.virtual_boards import HostRunnerBoard
-from hil.runner import firmware
 from hil.runner.client import LinkPolicy, RunnerClient
 from hil.runner.messages import LinkStats
+from hil.sdk import firmware
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.transports.serial_link import SerialLink
@@ -174,25 +174,34 @@ def main() -> int:
     proto_cpu = statistics.median(c for _, c in proto) / mib * 1e3
     size, first, again = redeploy_bytes()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"payload: {args.mib} MiB, median of {args.repeats} interleaved runs each "
-          f"(machine load average {load}; other work on the CPUs skews both)")
+    print(
+        f"payload: {args.mib} MiB, median of {args.repeats} interleaved runs each "
+        f"(machine load average {load}; other work on the CPUs skews both)"
+    )
     print("raw runs (MB/s):         " + " ".join(f"{len(data) / t / 1e6:.0f}" for t, _ in raw))
     print("protocol runs (MB/s):    " + " ".join(f"{len(data) / t / 1e6:.0f}" for t, _ in proto))
     print(f"raw pty throughput:      {raw_rate:8.1f} MB/s")
     print(f"protocol throughput:     {proto_rate:8.1f} MB/s")
     print("pair ratios:             " + " ".join(f"{x:.2f}" for x in pairs))
-    print(f"protocol / raw:          {statistics.median(pairs):8.3f}   (median of pairs; "
-          "goal >= 0.9)")
+    print(
+        f"protocol / raw:          {statistics.median(pairs):8.3f}   (median of pairs; goal >= 0.9)"
+    )
     print(f"cpu per MiB, raw:        {raw_cpu:8.2f} ms   (writer + reader threads)")
-    print(f"cpu per MiB, protocol:   {proto_cpu:8.2f} ms   (client + runner: CRC both ends, "
-          "runner's sha256, copies)")
-    print(f"first deploy:            {first.model_bytes + first.file_bytes:8d} model bytes reached "
-          f"the runner (the .pte is {size}), {first.loads} load, {first.frames_in} frames "
-          "(counted by the runner)")
+    print(
+        f"cpu per MiB, protocol:   {proto_cpu:8.2f} ms   (client + runner: CRC both ends, "
+        "runner's sha256, copies)"
+    )
+    print(
+        f"first deploy:            {first.model_bytes + first.file_bytes:8d} model bytes reached "
+        f"the runner (the .pte is {size}), {first.loads} load, {first.frames_in} frames "
+        "(counted by the runner)"
+    )
     moved = again.model_bytes + again.file_bytes
-    print(f"redeploy, unchanged:     {moved:8d} model bytes reached the runner, {again.loads} "
-          f"loads, {again.frames_in} frames of {again.bytes_in} bytes (the hash check)"
-          "   (goal 0 model bytes, counted by the runner)")
+    print(
+        f"redeploy, unchanged:     {moved:8d} model bytes reached the runner, {again.loads} "
+        f"loads, {again.frames_in} frames of {again.bytes_in} bytes (the hash check)"
+        "   (goal 0 model bytes, counted by the runner)"
+    )
     return 0
 
 

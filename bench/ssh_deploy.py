@@ -43,8 +43,9 @@ MIB = 1 << 20
 
 def fifty_mb_model(seed: int) -> torch.nn.Module:
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(2560, 2560), torch.nn.ReLU(),
-                               torch.nn.Linear(2560, 2560)).eval()
+    return torch.nn.Sequential(
+        torch.nn.Linear(2560, 2560), torch.nn.ReLU(), torch.nn.Linear(2560, 2560)
+    ).eval()
 
 
 def programs(session: Session) -> list[Artifact]:
@@ -59,8 +60,12 @@ def programs(session: Session) -> list[Artifact]:
 def raw_sftp_seconds(target: SshTarget, pte: Path) -> float:
     remote = f"{target.remote.root}/bench-raw.bin"
     started = time.perf_counter()
-    subprocess.run(target.connection.sftp_command("-b", "-"), check=True, capture_output=True,
-                   input=f'put "{pte}" "{remote}"\n'.encode())
+    subprocess.run(
+        target.connection.sftp_command("-b", "-"),
+        check=True,
+        capture_output=True,
+        input=f'put "{pte}" "{remote}"\n'.encode(),
+    )
     seconds = time.perf_counter() - started
     target.connection.run(f"rm -f {remote}")
     return seconds
@@ -107,19 +112,29 @@ def main() -> int:
     def rate(seconds: list[float]) -> float:
         return size / MIB / statistics.median(seconds)
 
-    print(f"pi5-emu over SSH on loopback (sshd + qemu-aarch64 cortex-a76), "
-          f".pte {size / 1e6:.1f} MB, {len(raw)} runs each, medians")
+    print(
+        f"pi5-emu over SSH on loopback (sshd + qemu-aarch64 cortex-a76), "
+        f".pte {size / 1e6:.1f} MB, {len(raw)} runs each, medians"
+    )
     print(f"  raw SFTP put                       {rate(raw):8.1f} MiB/s")
-    print(f"  deploy copy (df + SFTP put + rename) {rate(copy):8.1f} MiB/s   "
-          f"ratio {rate(copy) / rate(raw):.2f}  (goal >= 0.9)")
-    print(f"  deploy incl. runner load (LOAD_FILE under qemu) {rate(full):8.1f} MiB/s   "
-          f"ratio {rate(full) / rate(raw):.2f}; load alone "
-          f"{statistics.median(full) - statistics.median(copy):.2f} s")
-    print(f"  protocol stream over the SSH channel {rate(stream):6.1f} MiB/s   "
-          f"ratio {rate(stream) / rate(raw):.2f}  (not used for the Pi)")
+    print(
+        f"  deploy copy (df + SFTP put + rename) {rate(copy):8.1f} MiB/s   "
+        f"ratio {rate(copy) / rate(raw):.2f}  (goal >= 0.9)"
+    )
+    print(
+        f"  deploy incl. runner load (LOAD_FILE under qemu) {rate(full):8.1f} MiB/s   "
+        f"ratio {rate(full) / rate(raw):.2f}; load alone "
+        f"{statistics.median(full) - statistics.median(copy):.2f} s"
+    )
+    print(
+        f"  protocol stream over the SSH channel {rate(stream):6.1f} MiB/s   "
+        f"ratio {rate(stream) / rate(raw):.2f}  (not used for the Pi)"
+    )
     print(f"  redeploy, unchanged model          {again.bytes_sent} bytes moved  (goal 0)")
-    print(f"  redeploy after a runner restart    {after_restart.bytes_sent} bytes moved, "
-          f"{after_restart_s:.2f} s (the runner reads it from the device's disk)")
+    print(
+        f"  redeploy after a runner restart    {after_restart.bytes_sent} bytes moved, "
+        f"{after_restart_s:.2f} s (the runner reads it from the device's disk)"
+    )
     return 0 if again.bytes_sent == 0 and after_restart.bytes_sent == 0 else 1
 
 

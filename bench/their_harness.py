@@ -93,8 +93,9 @@ def claim(files: list[str]) -> list[str]:
 def run_part(files: list[str], work: Path, env: dict[str, str], selection: str = SELECTION
              ) -> Part:  # fmt: skip
     paths = [str(ops_folder() / f"{f}.py") for f in files]
-    start = pytest_run(f"start-up {files[0].replace('/', '-')}",
-                       [*paths, "-k", "no_test_has_this_name"], work, env).seconds
+    start = pytest_run(
+        f"start-up {files[0].replace('/', '-')}", [*paths, "-k", "no_test_has_this_name"], work, env
+    ).seconds
     label = f"part-{files[0].replace('/', '-')}"
     run = pytest_run(label, [*paths, *(["-k", selection] if selection else [])], work, env)
     KEPT.mkdir(parents=True, exist_ok=True)
@@ -108,11 +109,18 @@ def main() -> int:
     parser.add_argument("--files", nargs="+", help="their file stems (default: every file)")
     parser.add_argument("--part-size", type=int, default=12, help="files a pytest run")
     parser.add_argument("--again", action="store_true", help="rerun files already kept")
-    parser.add_argument("-k", dest="selection", default=SELECTION,
-                        help=f"their cases to run (default {SELECTION!r}; '' for all)")
-    parser.add_argument("--from-end", action="store_true",
-                        help="take parts from the end of the list (a second run beside a first "
-                        "shares the work: each part is claimed by one run)")
+    parser.add_argument(
+        "-k",
+        dest="selection",
+        default=SELECTION,
+        help=f"their cases to run (default {SELECTION!r}; '' for all)",
+    )
+    parser.add_argument(
+        "--from-end",
+        action="store_true",
+        help="take parts from the end of the list (a second run beside a first "
+        "shares the work: each part is claimed by one run)",
+    )
     args = parser.parse_args()
     wanted = args.files or all_files()
     if args.again:
@@ -121,9 +129,11 @@ def main() -> int:
     todo = [f for f in wanted if f not in done]
     print(f"their harness: {len(wanted)} files, {len(wanted) - len(todo)} kept, {len(todo)} to run")
     work = Path(tempfile.mkdtemp(prefix="hil-theirs-"))
-    env = {**os.environ,
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-    chunks = [todo[i:i + args.part_size] for i in range(0, len(todo), args.part_size)]
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    chunks = [todo[i : i + args.part_size] for i in range(0, len(todo), args.part_size)]
     for chunk in reversed(chunks) if args.from_end else chunks:
         mine = claim(chunk)
         if mine:

@@ -105,8 +105,11 @@ def main() -> int:
               f"{1000 * statistics.median(cli):.0f} ms a delegate; hil's worker, a deployed check: "
               f"{1000 * table[('vgf-emu', 'vgf')][1]:.1f} ms "
               f"({statistics.median(cli) / table[('vgf-emu', 'vgf')][1]:.0f}x)")  # fmt: skip
-    (work / "vgf_per_check.json").write_text(json.dumps(
-        {f"{t}/{r}": {"new": fresh[(t, r)], "deployed": again[(t, r)]} for t, r in CHECKS}))
+    (work / "vgf_per_check.json").write_text(
+        json.dumps(
+            {f"{t}/{r}": {"new": fresh[(t, r)], "deployed": again[(t, r)]} for t, r in CHECKS}
+        )
+    )
     shutil.rmtree(cache, ignore_errors=True)
     return 0
 

@@ -84,9 +84,9 @@ def flatten_call(call: Any, what: str = "inputs") -> FlatCall | Inputs:
     return FlatCall(tensors, pytree.treespec_dumps(spec), constants)
 
 
-def bind(model: torch.nn.Module, call: Any, samples: list[Any]) -> tuple[
-    torch.nn.Module, Inputs, list[Inputs]
-]:
+def bind(
+    model: torch.nn.Module, call: Any, samples: list[Any]
+) -> tuple[torch.nn.Module, Inputs, list[Inputs]]:
     """The module to export and its tensor inputs (and calibration samples' tensors): `model`
     itself for a row of tensors, else a BoundCall. Samples must have the call's structure and
     constants."""
@@ -94,16 +94,21 @@ def bind(model: torch.nn.Module, call: Any, samples: list[Any]) -> tuple[
     if not isinstance(flat, FlatCall):
         rows = [flatten_call(s, "a calibration sample") for s in samples]
         if any(isinstance(r, FlatCall) for r in rows):
-            raise CaseError("a calibration sample is structured, but the inputs are a row of "
-                            "tensors: give them the same structure")
+            raise CaseError(
+                "a calibration sample is structured, but the inputs are a row of "
+                "tensors: give them the same structure"
+            )
         return model, flat, [r for r in rows if not isinstance(r, FlatCall)]
     tensors: list[Inputs] = []
     for i, sample in enumerate(samples):
         row = flatten_call(sample, f"calibration sample {i}")
         if not isinstance(row, FlatCall) or (row.structure, row.constants) != (
-            flat.structure, flat.constants
+            flat.structure,
+            flat.constants,
         ):
-            raise CaseError(f"calibration sample {i} differs from the inputs in structure or "
-                            "constants; only the tensors may change")
+            raise CaseError(
+                f"calibration sample {i} differs from the inputs in structure or "
+                "constants; only the tensors may change"
+            )
         tensors.append(row.tensors)
     return BoundCall(model, flat.structure, flat.constants).eval(), flat.tensors, tensors

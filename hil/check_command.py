@@ -25,22 +25,43 @@ def add_parser(commands: Any) -> None:
         "callable returning a torch.nn.Module, or a module instance), feed it seeded inputs "
         "of the given shapes, and check it on each target with each recipe.",
     )
-    check.add_argument("model", metavar="MODULE:FACTORY",
-                       help="e.g. my_ops.blocks:make_block or path/to/model.py:Net")
-    check.add_argument("--input-shape", action="append", required=True, metavar="DIMS",
-                       help="one input's shape, e.g. 1x3x224x224 (repeat for more inputs)")
-    check.add_argument("--dtype", choices=DTYPES, default="float32",
-                       help="the inputs' dtype (default float32)")
-    check.add_argument("--target", action="append", metavar="NAME",
-                       help="target to run on (repeatable; default host)")
-    check.add_argument("--recipe", action="append", metavar="NAME",
-                       help="only this recipe (repeatable; default every recipe of the target)")
+    check.add_argument(
+        "model",
+        metavar="MODULE:FACTORY",
+        help="e.g. my_ops.blocks:make_block or path/to/model.py:Net",
+    )
+    check.add_argument(
+        "--input-shape",
+        action="append",
+        required=True,
+        metavar="DIMS",
+        help="one input's shape, e.g. 1x3x224x224 (repeat for more inputs)",
+    )
+    check.add_argument(
+        "--dtype", choices=DTYPES, default="float32", help="the inputs' dtype (default float32)"
+    )
+    check.add_argument(
+        "--target",
+        action="append",
+        metavar="NAME",
+        help="target to run on (repeatable; default host)",
+    )
+    check.add_argument(
+        "--recipe",
+        action="append",
+        metavar="NAME",
+        help="only this recipe (repeatable; default every recipe of the target)",
+    )
     check.add_argument("--name", help="the case's name in results (default: the factory's)")
     check.add_argument("--seed", type=int, default=0, help="seed of the inputs (default 0)")
-    check.add_argument("--cache-dir", type=Path,
-                       help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)")
-    check.add_argument("--results-dir", type=Path,
-                       help="arrays and records (default: $HIL_RESULTS_DIR or .hil/results)")
+    check.add_argument(
+        "--cache-dir", type=Path, help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)"
+    )
+    check.add_argument(
+        "--results-dir",
+        type=Path,
+        help="arrays and records (default: $HIL_RESULTS_DIR or .hil/results)",
+    )
     check.set_defaults(run=run)
 
 
@@ -48,8 +69,10 @@ def parse_shape(text: str) -> tuple[int, ...]:
     """'1x3x224x224' -> (1, 3, 224, 224); every dimension a whole number >= 1."""
     parts = text.lower().split("x")
     if not all(p.isdigit() and int(p) >= 1 for p in parts):
-        raise UsageError(f"--input-shape {text!r} is not a shape",
-                         fix="give dimensions >= 1 joined by x, e.g. 1x3x224x224")
+        raise UsageError(
+            f"--input-shape {text!r} is not a shape",
+            fix="give dimensions >= 1 joined by x, e.g. 1x3x224x224",
+        )
     return tuple(int(p) for p in parts)
 
 
@@ -58,16 +81,19 @@ def load_factory(reference: str) -> Any:
     folder too) or a path to a .py file."""
     module_name, colon, attribute = reference.rpartition(":")
     if not colon or not module_name or not attribute:
-        raise UsageError(f"{reference!r} is not MODULE:FACTORY",
-                         fix="name the module and the callable, e.g. my_ops.blocks:make_block")
+        raise UsageError(
+            f"{reference!r} is not MODULE:FACTORY",
+            fix="name the module and the callable, e.g. my_ops.blocks:make_block",
+        )
     module = _load_module(module_name)
     try:
         return getattr(module, attribute)
     except AttributeError:
         found = _factories(module)
         choices = ", ".join(found) or "(it defines no model)"
-        raise UsageError(f"{module_name} has no {attribute!r}",
-                         fix=f"pick one of: {choices}") from None
+        raise UsageError(
+            f"{module_name} has no {attribute!r}", fix=f"pick one of: {choices}"
+        ) from None
 
 
 def _factories(module: Any) -> list[str]:
@@ -104,11 +130,15 @@ def _execute(load: Any, name: str) -> Any:
     try:
         return load()
     except ModuleNotFoundError as e:
-        raise UsageError(f"cannot import {name}: {e}",
-                         fix="run from the folder that holds it, or give its .py file") from e
+        raise UsageError(
+            f"cannot import {name}: {e}",
+            fix="run from the folder that holds it, or give its .py file",
+        ) from e
     except Exception as e:  # the user's module failed while importing: their words, typed
-        raise UsageError(f"importing {name} failed: {type(e).__name__}: {e}",
-                         fix="fix the module so that `python -c 'import ...'` works") from e
+        raise UsageError(
+            f"importing {name} failed: {type(e).__name__}: {e}",
+            fix="fix the module so that `python -c 'import ...'` works",
+        ) from e
 
 
 def build_module(factory: Any, reference: str) -> Any:
@@ -119,11 +149,15 @@ def build_module(factory: Any, reference: str) -> Any:
         try:
             model = factory()
         except Exception as e:
-            raise UsageError(f"{reference}() failed: {type(e).__name__}: {e}",
-                             fix="FACTORY must build the model without arguments") from e
+            raise UsageError(
+                f"{reference}() failed: {type(e).__name__}: {e}",
+                fix="FACTORY must build the model without arguments",
+            ) from e
     if not isinstance(model, torch.nn.Module):
-        raise UsageError(f"{reference} gave {type(model).__name__}, not a torch.nn.Module",
-                         fix="FACTORY must be an nn.Module, or a callable returning one")
+        raise UsageError(
+            f"{reference} gave {type(model).__name__}, not a torch.nn.Module",
+            fix="FACTORY must be an nn.Module, or a callable returning one",
+        )
     return model.eval()
 
 
@@ -148,8 +182,12 @@ def run(args: argparse.Namespace) -> int:
     plan = [(t, r) for t in targets for r in _recipes(registry.get(t).recipe_names, args.recipe, t)]
     records: list[dict[str, Any]] = []
     failures: list[str] = []
-    with Session(devices=registry, cache_dir=args.cache_dir, results_dir=args.results_dir,
-                 progress=lambda line: print(f"hil: {line}", file=sys.stderr)) as session:
+    with Session(
+        devices=registry,
+        cache_dir=args.cache_dir,
+        results_dir=args.results_dir,
+        progress=lambda line: print(f"hil: {line}", file=sys.stderr),
+    ) as session:
         for target, recipe in plan:
             print(f"hil: {name} on {target} with {recipe}", file=sys.stderr)
             try:
@@ -160,8 +198,10 @@ def run(args: argparse.Namespace) -> int:
                 continue
             records.append(result.to_record())
             if result.verdict != "PASS":
-                failures.append(f"{target} [{recipe}]: {result.verdict}: "
-                                f"{result.failure_message() or result.not_judged_message()}")
+                failures.append(
+                    f"{target} [{recipe}]: {result.verdict}: "
+                    f"{result.failure_message() or result.not_judged_message()}"
+                )
     for line in summary.render(records) + fvp_table.render(records) + problems.render(records):
         print(line)
     for failure in failures:
@@ -174,6 +214,8 @@ def _recipes(available: tuple[str, ...], wanted: list[str] | None, target: str) 
         return list(available)
     unknown = [r for r in wanted if r not in available]
     if unknown:
-        raise UsageError(f"target {target} has no recipe {', '.join(unknown)}",
-                         fix=f"its recipes: {', '.join(available)}")
+        raise UsageError(
+            f"target {target} has no recipe {', '.join(unknown)}",
+            fix=f"its recipes: {', '.join(available)}",
+        )
     return list(wanted)

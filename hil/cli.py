@@ -53,7 +53,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def cmd_firmware_build(args: argparse.Namespace) -> int:
     """Build (or reuse) the runner for a target; prints the path of the built runner."""
-    from hil.runner.firmware import build_firmware
+    from hil.sdk.firmware import build_firmware
 
     registry = _registry(args)
     result = build_firmware(registry.get(args.target), force=args.force)
@@ -75,8 +75,10 @@ def cmd_firmware_pools(args: argparse.Namespace) -> int:
     for key, value in needs.defines(headroom=args.headroom).items():
         print(f'      {key}: "{value}"')
     if needs.method is None or needs.temp is None:
-        print("# method and temp: the high-water marks of a run (records.jsonl counters "
-              "method_pool_peak_bytes, temp_pool_peak_bytes); give them with --measured")
+        print(
+            "# method and temp: the high-water marks of a run (records.jsonl counters "
+            "method_pool_peak_bytes, temp_pool_peak_bytes); give them with --measured"
+        )
     return 0
 
 
@@ -125,12 +127,21 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild even if cached")
     build.set_defaults(run=cmd_firmware_build)
     pools = firmware_commands.add_parser(
-        "pools", help="the smallest runner pools a .pte needs (bare-metal defines)")
+        "pools", help="the smallest runner pools a .pte needs (bare-metal defines)"
+    )
     pools.add_argument("pte", help="the model (.pte)")
-    pools.add_argument("--measured", action="append", metavar="POOL=BYTES",
-                       help="a pool's high-water mark from a run (method, temp)")
-    pools.add_argument("--headroom", type=float, default=0.0,
-                       help="extra fraction on every pool (default 0: exactly the need)")
+    pools.add_argument(
+        "--measured",
+        action="append",
+        metavar="POOL=BYTES",
+        help="a pool's high-water mark from a run (method, temp)",
+    )
+    pools.add_argument(
+        "--headroom",
+        type=float,
+        default=0.0,
+        help="extra fraction on every pool (default 0: exactly the need)",
+    )
     pools.set_defaults(run=cmd_firmware_pools)
 
     check = commands.add_parser("selftest", help="bring-up checks of a serial target's runner")
@@ -139,8 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser("doctor", help="what each target needs here, and the fixes")
     doctor.add_argument("--target", action="append", help="only this target (repeatable)")
-    doctor.add_argument("--strict", action="store_true",
-                        help="exit 1 when a target is not ready (for CI)")
+    doctor.add_argument(
+        "--strict", action="store_true", help="exit 1 when a target is not ready (for CI)"
+    )
     doctor.set_defaults(run=cmd_doctor)
 
     report_command.add_parser(commands)

@@ -135,9 +135,7 @@ def with_log_tail(text: str, log_tail: str, heading: str = "last log lines") -> 
     """`text`, then the last lines a process printed, indented under `heading`."""
     if not log_tail:
         return text
-    return text + f"\n  {heading}:\n" + "\n".join(
-        "    " + line for line in log_tail.splitlines()
-    )
+    return text + f"\n  {heading}:\n" + "\n".join("    " + line for line in log_tail.splitlines())
 
 
 class WithLogTail(HilError):
@@ -271,7 +269,7 @@ _OUT_OF_DISK = (errno.ENOSPC, errno.EDQUOT)
 
 
 def resource_exhaustion(error: BaseException) -> str | None:
-    """"memory" or "disk space" when `error` (or what caused it) is the machine running out."""
+    """ "memory" or "disk space" when `error` (or what caused it) is the machine running out."""
     seen: BaseException | None = error
     while seen is not None:
         if isinstance(seen, MemoryError):

@@ -139,14 +139,16 @@ class ArtifactParts:
 def _tosa_graphs(details: Mapping[str, Any]) -> tuple[TosaGraphPart, ...]:
     return tuple(
         TosaGraphPart(str(d["name"]), str(d["folder"]), str(d["tosa_sha256"]))
-        for d in details.get("delegates", ()) if "tosa_sha256" in d
+        for d in details.get("delegates", ())
+        if "tosa_sha256" in d
     )
 
 
 def _vgf_graphs(details: Mapping[str, Any]) -> tuple[VgfGraphPart, ...]:
     return tuple(
         VgfGraphPart(str(d["name"]), str(d["folder"]), str(d["vgf_sha256"]))
-        for d in details.get("delegates", ()) if "vgf_sha256" in d
+        for d in details.get("delegates", ())
+        if "vgf_sha256" in d
     )
 
 
@@ -159,8 +161,13 @@ def _ethos_u(details: Mapping[str, Any]) -> EthosUPart:
         accelerator=str(details["accelerator_config"]),
         macs_per_cycle=float(details["macs_per_cycle"]),
         delegates=tuple(
-            DelegatePart(str(d["name"]), str(d["folder"]), str(d["tosa_sha256"]),
-                         int(d["command_stream_bytes"]), _vela(d.get("vela")))
+            DelegatePart(
+                str(d["name"]),
+                str(d["folder"]),
+                str(d["tosa_sha256"]),
+                int(d["command_stream_bytes"]),
+                _vela(d.get("vela")),
+            )
             for d in details.get("delegates", ())
         ),
         vela=_vela(details.get("vela")),

@@ -43,7 +43,6 @@ FORMAT = 2
 log = logging.getLogger("hil.artifacts.store")
 
 
-
 @dataclass(frozen=True)
 class ExportProduct:
     """What a recipe hands to the cache.
@@ -64,6 +63,7 @@ class ExportProduct:
     quantized_ops: int | None = None
     sensitivity: tuple[OutputSensitivity | None, ...] = ()
     details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
 
 @dataclass(frozen=True)
 class Artifact:

@@ -44,8 +44,11 @@ CHECKS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "ethos_u_ref": ("hil.doctor.checks:check_executorch", "hil.doctor.checks:check_tosa"),
         "tosa_ref": ("hil.doctor.checks:check_executorch", "hil.doctor.checks:check_tosa"),
         "cortex_m_ref": ("hil.doctor.checks:check_executorch",),
-        "vgf_emu": ("hil.doctor.checks:check_executorch", "hil.doctor.checks:check_tosa",
-                    "hil.doctor.vgf:check_vgf"),
+        "vgf_emu": (
+            "hil.doctor.checks:check_executorch",
+            "hil.doctor.checks:check_tosa",
+            "hil.doctor.vgf:check_vgf",
+        ),
         "ssh": ("hil.doctor.ssh:check_ssh",),
     }
 )

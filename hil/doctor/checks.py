@@ -13,8 +13,8 @@ from pathlib import Path
 from hil.devices import DeviceSpec
 from hil.doctor import MISSING, NOTE, OK, Finding, finding_from
 from hil.errors import TargetUnavailable
-from hil.runner import firmware
-from hil.runner.folders import default_firmware_dir
+from hil.sdk import firmware
+from hil.sdk.folders import default_firmware_dir
 from hil.settings.serial import SerialSettings, VirtualBoard
 
 
@@ -32,8 +32,10 @@ def compiler(name: str) -> Finding:
     def probe() -> str:
         path = shutil.which(name)
         if path is None:
-            raise TargetUnavailable(f"the compiler {name} is not installed",
-                                    fix=firmware.INSTALL_HINT.get(name, f"install {name}"))
+            raise TargetUnavailable(
+                f"the compiler {name} is not installed",
+                fix=firmware.INSTALL_HINT.get(name, f"install {name}"),
+            )
         done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
         return (done.stdout.splitlines() or [path])[0]
 
@@ -52,7 +54,9 @@ def runner_build(config: firmware.FirmwareConfig, target: str) -> Finding:
     if record.exists():
         return Finding(what, OK, f"{build_id} built in {record.parent}")
     return Finding(
-        what, NOTE, f"{build_id} not built yet: the first run builds it",
+        what,
+        NOTE,
+        f"{build_id} not built yet: the first run builds it",
         fix=f"hil firmware build --target {target} (to build it now)",
     )
 

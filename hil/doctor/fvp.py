@@ -13,7 +13,7 @@ from hil.doctor.checks import compiler, executorch_source, runner_build
 from hil.errors import HilError
 from hil.fvp import locate
 from hil.fvp.config import FvpConfig, fvp_config, runner_firmware
-from hil.runner.firmware import FirmwareConfig
+from hil.sdk.firmware import FirmwareConfig
 
 
 def check_fvp(spec: DeviceSpec) -> Iterator[Finding]:
@@ -49,4 +49,3 @@ def _executorch(config: FvpConfig, runner: FirmwareConfig) -> Finding:
     if config.engine == "echo":
         return Finding(what, NOTE, "not needed: the device runs the echo engine (link bring-up)")
     return finding_from(what, lambda: executorch_source(locate.executorch_install(config, runner)))
-

@@ -11,8 +11,8 @@ from hil.doctor import Finding, finding_from
 from hil.doctor.checks import compiler, runner_build, tool
 from hil.errors import TargetUnavailable
 from hil.resources.emulated_pi import SSHD
-from hil.runner import firmware
-from hil.runner.aarch64_sdk import executorch_root
+from hil.sdk import firmware
+from hil.sdk.aarch64 import executorch_root
 from hil.targets.ssh import real_endpoint, ssh_settings
 
 
@@ -28,15 +28,21 @@ def check_ssh(spec: DeviceSpec) -> Iterator[Finding]:
     if settings.virtual is not None:
         yield finding_from("sshd (the emulated Pi)", _sshd)
         if settings.runner_prefix:
-            yield tool(settings.runner_prefix[0], "apt-get install qemu-user",
-                       what="emulator " + settings.runner_prefix[0])
+            yield tool(
+                settings.runner_prefix[0],
+                "apt-get install qemu-user",
+                what="emulator " + settings.runner_prefix[0],
+            )
 
 
 def _sshd() -> str:
     if not os.path.exists(SSHD):
-        raise TargetUnavailable(f"OpenSSH sshd is not installed ({SSHD})",
-                                fix="apt-get install openssh-server")
+        raise TargetUnavailable(
+            f"OpenSSH sshd is not installed ({SSHD})", fix="apt-get install openssh-server"
+        )
     if os.geteuid() != 0:
-        raise TargetUnavailable("the emulated Pi's sshd needs root (/run/sshd, logging in as "
-                                "this user)", fix="run as root (CI does)")
+        raise TargetUnavailable(
+            "the emulated Pi's sshd needs root (/run/sshd, logging in as this user)",
+            fix="run as root (CI does)",
+        )
     return SSHD

@@ -157,18 +157,22 @@ def input_difference(graph: bytes, arrays: Sequence[NDArray]) -> str:
         said = (f"the graph takes {len(wanted)} input(s) ({shown(wanted)}), the program "
                 f"passes {len(given)} ({shown(given)})")  # fmt: skip
         if len(wanted) < len(given):  # ExecuTorch's EthosUBackend.cpp: outputs at args[n_in + i]
-            said += ("; ExecuTorch's Ethos-U runtime counts a delegate's inputs from its "
-                     "compiled graph, so on a device its outputs would be written over the "
-                     "call's first arguments")
+            said += (
+                "; ExecuTorch's Ethos-U runtime counts a delegate's inputs from its "
+                "compiled graph, so on a device its outputs would be written over the "
+                "call's first arguments"
+            )
         return said
     differences = [
         f"input {i}: graph {w_dtype}{list(w_shape)}, passed {g_dtype}{list(g_shape)}"
-        for i, ((w_shape, w_dtype), (g_shape, g_dtype))
-        in enumerate(zip(wanted, given, strict=True))
+        for i, ((w_shape, w_dtype), (g_shape, g_dtype)) in enumerate(
+            zip(wanted, given, strict=True)
+        )
         if tuple(w_shape) != tuple(g_shape) or not _same_type(w_dtype, g_dtype)
     ]
-    return "; ".join(differences) or (f"count, shapes and types agree ({shown(wanted)}): "
-                                      "the reference model refused the values")
+    return "; ".join(differences) or (
+        f"count, shapes and types agree ({shown(wanted)}): the reference model refused the values"
+    )
 
 
 def _same_type(tosa: str, numpy: str) -> bool:

@@ -62,7 +62,7 @@ FLOAT_TYPES_RUN = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 
 def numerics(pipeline: str, options: dict[str, Any] | None = None) -> str:
-    """"int" or "fp": the program the pipeline makes."""
+    """ "int" or "fp": the program the pipeline makes."""
     if pipeline == "TosaPipelineFP":
         return "fp"
     if pipeline == "OpNotSupportedPipeline":
@@ -128,14 +128,19 @@ def fit_reason(pipeline: str, targets: list[str]) -> str:
     if pipeline in NOT_ANSWERED:
         return f"{pipeline}: {NOT_ANSWERED[pipeline]}"
     if pipeline in NPU_FAMILY:
-        return (f"{pipeline} runs on a device with an {NPU_DEVICES[NPU_FAMILY[pipeline]]}, "
-                f"not on {', '.join(targets)}")
+        return (
+            f"{pipeline} runs on a device with an {NPU_DEVICES[NPU_FAMILY[pipeline]]}, "
+            f"not on {', '.join(targets)}"
+        )
     if pipeline == "CortexMTester":
-        return (f"{pipeline} runs the cortex-m recipe (cortex-m55-ref, qemu-m55, a board), not "
-                f"on {', '.join(targets)}")
+        return (
+            f"{pipeline} runs the cortex-m recipe (cortex-m55-ref, qemu-m55, a board), not "
+            f"on {', '.join(targets)}"
+        )
     if pipeline == "OpNotSupportedPipeline":
-        return (f"{pipeline} asserts an Arm partition: give an Ethos-U target, not "
-                f"{', '.join(targets)}")
+        return (
+            f"{pipeline} asserts an Arm partition: give an Ethos-U target, not {', '.join(targets)}"
+        )
     if pipeline == "VgfPipeline":
         return f"{pipeline} runs on vgf-emu (the VGF recipes), not on {', '.join(targets)}"
     kind = ("a float recipe (tosa-fp-ref, host, ...)" if numerics(pipeline) == "fp"
@@ -203,9 +208,12 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
     bits = _activation_bits(config) if config is not None else None
     if bits is not None:
         if bits not in (8, 16):
-            return Variant(f"a{bits}", unsupported=f"a {bits}-bit activation config "
-                           "(quantizer.set_global): hil's recipes quantize activations to "
-                           "8 or 16 bits")
+            return Variant(
+                f"a{bits}",
+                unsupported=f"a {bits}-bit activation config "
+                "(quantizer.set_global): hil's recipes quantize activations to "
+                "8 or 16 bits",
+            )
         a16 = bits == 16
     weights = _weight_range(config) if config is not None else None
     four_bit = weights is not None and weights[1] <= 7
@@ -216,9 +224,12 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
     label += "" if per_channel else " per-tensor"
     label += " symmetric-io" if symmetric_io else ""
     if recipe not in ("ethos-u", VGF):
-        asked = (("16-bit activations", a16 and recipe != "cortex-m"), ("4-bit weights",
-                 four_bit), ("symmetric input/output quantization", symmetric_io),
-                 ("per-tensor weights", not per_channel and recipe == "cortex-m"))
+        asked = (
+            ("16-bit activations", a16 and recipe != "cortex-m"),
+            ("4-bit weights", four_bit),
+            ("symmetric input/output quantization", symmetric_io),
+            ("per-tensor weights", not per_channel and recipe == "cortex-m"),
+        )
         refused = [what for what, wanted in asked if wanted]
         if refused:
             return Variant(label, unsupported=f"{', '.join(refused)}: hil's {recipe} recipe has "
@@ -248,8 +259,11 @@ def _float_variant(call: PipelineCall, recipe: str) -> Variant:
         return Variant(label, {"version": version, "extensions": extensions})
     if dtype in FLOAT_TYPES_RUN or recipe == "vgf-fp":
         return Variant(label)
-    return Variant(label, unsupported=f"{label} inputs: ExecuTorch's portable and XNNPACK "
-                   f"kernels have no {label} arithmetic, so hil's {recipe} recipe cannot run it")
+    return Variant(
+        label,
+        unsupported=f"{label} inputs: ExecuTorch's portable and XNNPACK "
+        f"kernels have no {label} arithmetic, so hil's {recipe} recipe cannot run it",
+    )
 
 
 def program_float_type(call: PipelineCall) -> Any:

@@ -142,7 +142,8 @@ class StandIn:
 
     def count_tosa_ops(self, counts: dict[str, int]) -> StandIn:
         self.call.assertions.append(
-            StageAssertion("count_tosa_ops", "to_edge_transform_and_lower", dict(counts)))
+            StageAssertion("count_tosa_ops", "to_edge_transform_and_lower", dict(counts))
+        )
         return self
 
     def get_artifact(self, *args: Any, **kwargs: Any) -> Any:
@@ -151,9 +152,11 @@ class StandIn:
         recorded)."""
         import pytest
 
-        pytest.skip(f"{self.name}.get_artifact(): the test inspects ExecuTorch's own stage "
-                    "artifacts, which hil does not keep; hil judged the program where the test "
-                    "ran it (see the record)")
+        pytest.skip(
+            f"{self.name}.get_artifact(): the test inspects ExecuTorch's own stage "
+            "artifacts, which hil does not keep; hil judged the program where the test "
+            "ran it (see the record)"
+        )
 
     def run(self) -> None:
         self.call.ran = True
@@ -205,8 +208,9 @@ class VgfPipeline(StandIn):
         aten, exir = (self.call.option(n) for n in self.op_names)
         yield StageAssertion("check", "aten", _names(aten))
         yield StageAssertion("check_not", "exir", _names(exir))
-        yield StageAssertion("check_count", "exir",
-                             {DELEGATE_CALL: int(self.call.option("n_expected_delegates", 1))})
+        yield StageAssertion(
+            "check_count", "exir", {DELEGATE_CALL: int(self.call.option("n_expected_delegates", 1))}
+        )
         spec = vgf_spec(self.call)
         quantized = bool(self.call.option("quantize", True))
         if quantized and "INT" in spec and "FP" in spec and _float_inputs(self.call.inputs):
@@ -215,8 +219,12 @@ class VgfPipeline(StandIn):
 
 QDQ_EDGE = tuple(
     f"executorch_exir_dialects_edge__ops_quantized_decomposed_{op}_default"
-    for op in ("quantize_per_tensor", "dequantize_per_tensor", "quantize_per_channel",
-               "dequantize_per_channel")
+    for op in (
+        "quantize_per_tensor",
+        "dequantize_per_tensor",
+        "quantize_per_channel",
+        "dequantize_per_channel",
+    )
 )
 
 
@@ -289,8 +297,9 @@ class CortexMTester(StandIn):
         self.call.assertions.append(StageAssertion("check_count", "run_passes",
                                                    dict(ops_after_transforms)))  # fmt: skip
         if ops_absent_after_transforms:
-            self.call.assertions.append(StageAssertion("check_not", "run_passes",
-                                                       list(ops_absent_after_transforms)))
+            self.call.assertions.append(
+                StageAssertion("check_not", "run_passes", list(ops_absent_after_transforms))
+            )
         self._tolerances(qtol, atol, calibration_samples)
         self.run()
 

@@ -1,14 +1,14 @@
 """The pytest hooks of `-p hil.executorch_ops`: pytest glue only.
 
-    collection   each test that builds one of their pipelines is parametrized over the run's
-                 --target values that answer it (hil.executorch_ops.mapping), or gets one
-                 parameter that skips naming why none does; their "no FVP" xfails are taken
-                 off (hil runs those cases) and their other expected failures noted, not
-                 applied, so hil's verdict stands on its own and the difference is listed
-    look-ahead   before the first test, every test body runs up to its pipeline's run(),
-                 which only notes the export; the exports start on every core
-    call         the test module's pipeline names are bound to hil's stand-ins for the call
-    summary      hil's verdict beside what ExecuTorch's own rule says of the same outputs
+collection   each test that builds one of their pipelines is parametrized over the run's
+             --target values that answer it (hil.executorch_ops.mapping), or gets one
+             parameter that skips naming why none does; their "no FVP" xfails are taken
+             off (hil runs those cases) and their other expected failures noted, not
+             applied, so hil's verdict stands on its own and the difference is listed
+look-ahead   before the first test, every test body runs up to its pipeline's run(),
+             which only notes the export; the exports start on every core
+call         the test module's pipeline names are bound to hil's stand-ins for the call
+summary      hil's verdict beside what ExecuTorch's own rule says of the same outputs
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def case_name(item: pytest.Item, choice: Choice) -> str:
     ids = callspec.id if callspec is not None else ""
     for edge in (f"-{choice.id}", f"{choice.id}-", choice.id):
         if ids.endswith(edge) or ids.startswith(edge):
-            ids = ids[: -len(edge)] if ids.endswith(edge) else ids[len(edge):]
+            ids = ids[: -len(edge)] if ids.endswith(edge) else ids[len(edge) :]
             break
     function = getattr(item, "originalname", item.name)
     return f"{Path(str(item.path)).stem}::{function}" + (f"[{ids}]" if ids else "")

@@ -74,8 +74,10 @@ class CaseRunner:
             pytest.skip(mapping.fit_reason(call.pipeline, [self.choice.target]))
         recipe = mapping.call_recipe(call, recipe)
         if recipe not in spec.recipe_names:
-            pytest.skip(f"{call.pipeline} asks for hil's {recipe} recipe, which "
-                        f"{self.choice.target} does not list")
+            pytest.skip(
+                f"{call.pipeline} asks for hil's {recipe} recipe, which "
+                f"{self.choice.target} does not list"
+            )
         if (subset := mapping.subset_reason(call, spec, self.choice.target)) is not None:
             pytest.skip(subset)
         variant = mapping.variant_of(call, recipe)
@@ -83,8 +85,10 @@ class CaseRunner:
             pytest.skip(f"{call.pipeline} [{variant.label}]: {variant.unsupported}")
         theirs, ours = mapping.their_cpu(call), spec.recipe(recipe).options.get("cpu")
         if theirs is not None and ours is not None and theirs != ours:
-            pytest.skip(f"{call.pipeline}: the test is for the {theirs}, {self.choice.target}'s "
-                        f"{recipe} recipe for the {ours}")
+            pytest.skip(
+                f"{call.pipeline}: the test is for the {theirs}, {self.choice.target}'s "
+                f"{recipe} recipe for the {ours}"
+            )
         # calibrated as their harness calibrates: on the test's own samples, else on the
         # test's inputs alone (an operator defined on positive inputs gets positive ones)
         samples = call.option("calibration_samples")
@@ -120,8 +124,9 @@ class CaseRunner:
             pytest.skip(f"target {target} unavailable: {e}")
         except HilError as e:
             if earlier is not None:
-                pytest.skip(f"target {target} is out of service since an earlier failure: "
-                            f"{earlier}")
+                pytest.skip(
+                    f"target {target} is out of service since an earlier failure: {earlier}"
+                )
             self._record_error(hil_variant, e, call, variant)
             raise
         bar = mapping.quantization_bar(call)
@@ -149,8 +154,10 @@ class CaseRunner:
         failed = [c for c in checked if c.status == stages.FAILED]
         if failed and self.their_xfail:
             # their expected failure qualifies their own assertions (hil's verdict held)
-            pytest.xfail(f"ExecuTorch expects it ({self.their_xfail}): " + "; ".join(
-                f"{c.assertion.check}.{c.assertion.after}: {c.note}" for c in failed))
+            pytest.xfail(
+                f"ExecuTorch expects it ({self.their_xfail}): "
+                + "; ".join(f"{c.assertion.check}.{c.assertion.after}: {c.note}" for c in failed)
+            )
         if failed:
             raise PartitionMismatch(
                 f"{self.case_name} on {target}: their stage assertions do not hold on hil's "

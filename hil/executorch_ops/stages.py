@@ -58,7 +58,7 @@ def _plain(value: Any) -> Any:
 
 
 def normalized(op: str) -> str:
-    """"executorch_exir_dialects_edge__ops_aten_add_Tensor", "torch.ops.aten.add.Tensor" and
+    """ "executorch_exir_dialects_edge__ops_aten_add_Tensor", "torch.ops.aten.add.Tensor" and
     hil's "aten.add.Tensor" all become "aten_add_Tensor"."""
     for prefix in PREFIXES:
         op = op.removeprefix(prefix)
@@ -110,8 +110,12 @@ def _partition(assertion: StageAssertion, counts: Mapping[str, int]) -> StageRes
     if assertion.check == "check_not":
         present = {op: counts[normalized(op)] for op in assertion.expected
                    if counts.get(normalized(op), 0)}  # fmt: skip
-        return StageResult(assertion, FAILED if present else JUDGED, present or {},
-                           f"still on the CPU: {present}" if present else "")
+        return StageResult(
+            assertion,
+            FAILED if present else JUDGED,
+            present or {},
+            f"still on the CPU: {present}" if present else "",
+        )
     expected = {str(op): int(n) for op, n in dict(assertion.expected).items()}
     found = {op: counts.get(normalized(op), 0) for op in expected}
     wrong = {op: (n, found[op]) for op, n in expected.items() if found[op] != n}

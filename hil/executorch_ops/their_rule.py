@@ -58,11 +58,17 @@ def their_verdict(call: PipelineCall, numerics: str, arrays: Path | None,
         excess_each, error = _excess(out, ref, limit, rtol)
         excess = float(np.max(excess_each)) if excess_each.size else 0.0
         if excess > worst or not worst_at:
-            worst, worst_at = excess, f"output {i}: max |error| {float(error.max(initial=0)):.4g}"\
-                f" against atol {limit:.4g} + rtol {rtol:g}*|{reference_name}|"
+            worst, worst_at = (
+                excess,
+                f"output {i}: max |error| {float(error.max(initial=0)):.4g}"
+                f" against atol {limit:.4g} + rtol {rtol:g}*|{reference_name}|",
+            )
     passed = worst <= 0.0
-    return TheirVerdict(passed, f"allclose vs {reference_name} (atol {atol:g} + qtol {qtol:g}"
-                        f" x scale, rtol {rtol:g}): {worst_at}")
+    return TheirVerdict(
+        passed,
+        f"allclose vs {reference_name} (atol {atol:g} + qtol {qtol:g}"
+        f" x scale, rtol {rtol:g}): {worst_at}",
+    )
 
 
 def _excess(out: np.ndarray[Any, Any], ref: np.ndarray[Any, Any], atol: float, rtol: float

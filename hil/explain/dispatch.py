@@ -15,13 +15,20 @@ from hil.recipes import Recipe
 
 log = logging.getLogger("hil.explain")
 
-NOTHING_PAIRED = ("first divergent operator: no intermediate output of the program could be "
-                  "paired with the reference's")
+NOTHING_PAIRED = (
+    "first divergent operator: no intermediate output of the program could be "
+    "paired with the reference's"
+)
 
 
 def explain_check(
-    built: BuiltCase, artifact: Artifact, recipe: Recipe, spec: DeviceSpec, workdir: Path,
-    shared_dir: Path, run_log: str = "",
+    built: BuiltCase,
+    artifact: Artifact,
+    recipe: Recipe,
+    spec: DeviceSpec,
+    workdir: Path,
+    shared_dir: Path,
+    run_log: str = "",
 ) -> tuple[Divergence | None, str]:
     """The divergence, or None and why there is none. Never raises: the verdict it explains
     stands whatever happens here. `shared_dir`: the cache's shared folder (quantized models).
@@ -32,8 +39,10 @@ def explain_check(
         from hil.targets.vgf_emu import SUMMARY
 
         said = next((line for line in run_log.splitlines() if line.startswith(SUMMARY)), "")
-        return None, ("each VGF delegate beside its TOSA graph in the reference model: "
-                      + said.removeprefix(SUMMARY).strip()) if said else NOTHING_PAIRED
+        return None, (
+            "each VGF delegate beside its TOSA graph in the reference model: "
+            + said.removeprefix(SUMMARY).strip()
+        ) if said else NOTHING_PAIRED
     try:
         if recipe.name == "ethos-u" and target_kind == "ethos_u_ref":
             from hil.explain.tosa import explain_delegates

@@ -176,8 +176,19 @@ def _compare_delegate(
                 continue
             for found_in, kept, how in ((isolated, alone, "on the reference's inputs"),
                                         (run.values, chain, "chained")):  # fmt: skip
-                kept.append(_node_error(run, op, tensor, counterparts[tensor], values, limit,
-                                        expected[tensor], np.asarray(found_in[tensor]), how))
+                kept.append(
+                    _node_error(
+                        run,
+                        op,
+                        tensor,
+                        counterparts[tensor],
+                        values,
+                        limit,
+                        expected[tensor],
+                        np.asarray(found_in[tensor]),
+                        how,
+                    )
+                )
     return alone, chain
 
 

@@ -67,9 +67,7 @@ def check_same_graph(name: str, artifact_block: TosaBlock, debug: TosaBlock) -> 
     inputs may be named differently (a delegate fed by a CPU operator names its input after
     that operator's output, which the TOSA-only lowering does not have): they are matched by
     position."""
-    if len(artifact_block.ops) != len(debug.ops) or len(artifact_block.inputs) != len(
-        debug.inputs
-    ):
+    if len(artifact_block.ops) != len(debug.ops) or len(artifact_block.inputs) != len(debug.inputs):
         raise ExplainError(
             f"delegate {name}: lowering again gave {len(debug.ops)} TOSA operators and "
             f"{len(debug.inputs)} inputs, the artifact has {len(artifact_block.ops)} and "

@@ -150,9 +150,7 @@ class _KeepingRunner(TosaRunner):
             self.runs[delegate].input_orders = tuple(tuple(t.dim_order()) for t in inputs)
         return super().call(delegate, outputs, inputs)
 
-    def _run_exposed(
-        self, graph: bytes, inputs: list[Array]
-    ) -> tuple[list[Array], str, str]:
+    def _run_exposed(self, graph: bytes, inputs: list[Array]) -> tuple[list[Array], str, str]:
         results, status, messages = run_reference_model(graph, inputs)
         run = self.runs[self._current]
         names = [*run.block.outputs, *_exposed_names(run.block)]

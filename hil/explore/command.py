@@ -164,9 +164,13 @@ def prepare(
             delegates = kept_vgf_delegates(program, source.folder, source.details)
         notes.append(
             f"{len(vgf)} VGF delegate(s), expanded from the .pte's own VGF payload by the "
-            "viewer's VGF adapter" + (f"; the TOSA graphs they were converted from are kept in "
-                                      f"{source.folder / 'delegates'}/*/out.tosa"
-                                      if delegates and source.folder else "")
+            "viewer's VGF adapter"
+            + (
+                f"; the TOSA graphs they were converted from are kept in "
+                f"{source.folder / 'delegates'}/*/out.tosa"
+                if delegates and source.folder
+                else ""
+            )
         )
     elif program.delegate_calls and source.details.get("tosa_spec") and source.folder:
         notes.append(

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from hil.devices import DeviceSpec
 from hil.errors import DeviceSpecError
-from hil.runner import firmware
+from hil.sdk import firmware
 from hil.settings.fvp import (
     SEMIHOSTING_CMDLINE_MAX,
     Engine,

@@ -21,8 +21,8 @@ from hil.errors import TargetUnavailable
 from hil.fvp import output
 from hil.fvp.config import FvpConfig
 from hil.fvp.errors import FvpLicenceError
-from hil.runner import firmware
-from hil.runner.firmware import FirmwareConfig
+from hil.sdk import firmware
+from hil.sdk.firmware import FirmwareConfig
 from hil.settings.fvp_platforms import install_steps
 
 FVP_DIR_ENV = "HIL_FVP_DIR"
@@ -58,7 +58,8 @@ def find_fvp(config: FvpConfig) -> Path:
     note = f" ({' and '.join(unset)} not set)" if unset else ""
     raise TargetUnavailable(
         f"{binary} (the {config.platform.name} FVP) is not installed: not found in "
-        + ", ".join(looked) + note,
+        + ", ".join(looked)
+        + note,
         fix=install_steps(config.platform),
     )
 
@@ -125,8 +126,7 @@ def executorch_install(config: FvpConfig, runner: FirmwareConfig) -> Path | None
     )
     if not configs:
         raise TargetUnavailable(
-            f"{prefix} is not an ExecuTorch install: it has no "
-            "lib/cmake/*/executorch-config.cmake",
+            f"{prefix} is not an ExecuTorch install: it has no lib/cmake/*/executorch-config.cmake",
             fix=steps,
         )
     if not list(prefix.glob("lib/libexecutorch_delegate_ethos_u.a")):

@@ -52,9 +52,7 @@ class FvpProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.cwd.mkdir(parents=True, exist_ok=True)
         self._log_file = self.log_path.open("ab")
-        self._log_file.write(
-            f"--- {time.strftime('%H:%M:%S')} {self.command.render()}\n".encode()
-        )
+        self._log_file.write(f"--- {time.strftime('%H:%M:%S')} {self.command.render()}\n".encode())
         self._log_file.flush()
         master, slave = os.openpty()
         tty.setraw(slave)  # no \n -> \r\n translation, no echo
@@ -192,8 +190,9 @@ class FvpProcess:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGINT)  # as Ctrl-C: the FVP stops the simulation
             if not self.wait_exit(STOP_WAIT_S):
-                self.log.warning("FVP pid %s ignored SIGINT for %.0f s; killing it",
-                                 process.pid, STOP_WAIT_S)
+                self.log.warning(
+                    "FVP pid %s ignored SIGINT for %.0f s; killing it", process.pid, STOP_WAIT_S
+                )
         if process is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)  # and anything it started

@@ -113,8 +113,10 @@ class LabClient:
         # connection, and the coordinator tells clients apart by connection (a second stream
         # on one is refused), so two clients in one process (two lab targets, a test looking
         # at the lab) each need their own. Keep-alive as labgrid's session sets it.
-        shared, session.channel = session.channel, grpc.aio.insecure_channel(
-            self.address, options=CHANNEL_OPTIONS)
+        shared, session.channel = (
+            session.channel,
+            grpc.aio.insecure_channel(self.address, options=CHANNEL_OPTIONS),
+        )
         session.stub = CoordinatorStub(session.channel)
         await shared.close()
         try:
@@ -208,8 +210,12 @@ class LabClient:
 
         def collect(s: Any) -> tuple[ResourceView, ...]:
             return tuple(
-                ResourceView((exporter, group, entry.cls, name), entry.cls,
-                             MappingProxyType(dict(entry.args)), bool(entry.avail))
+                ResourceView(
+                    (exporter, group, entry.cls, name),
+                    entry.cls,
+                    MappingProxyType(dict(entry.args)),
+                    bool(entry.avail),
+                )
                 for exporter, groups in s.resources.items()
                 for group, entries in groups.items()
                 for name, entry in entries.items()
@@ -227,8 +233,11 @@ class LabClient:
                 exporter, group, cls, name = path
                 entry = s.resources.get(exporter, {}).get(group, {}).get(name)
                 if entry is not None and entry.data.get("cls") == cls:
-                    found.append(ResourceView(path, cls, MappingProxyType(dict(entry.args)),
-                                              bool(entry.avail)))
+                    found.append(
+                        ResourceView(
+                            path, cls, MappingProxyType(dict(entry.args)), bool(entry.avail)
+                        )
+                    )
             return tuple(found)
 
         return self._read(collect)
@@ -238,14 +247,20 @@ class LabClient:
     def acquire(self, place: str) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        self._rpc(f"acquiring place {place}", lambda stub, r: stub.AcquirePlace(r),
-                  pb.AcquirePlaceRequest(placename=place))
+        self._rpc(
+            f"acquiring place {place}",
+            lambda stub, r: stub.AcquirePlace(r),
+            pb.AcquirePlaceRequest(placename=place),
+        )
 
     def release(self, place: str) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        self._rpc(f"releasing place {place}", lambda stub, r: stub.ReleasePlace(r),
-                  pb.ReleasePlaceRequest(placename=place))
+        self._rpc(
+            f"releasing place {place}",
+            lambda stub, r: stub.ReleasePlace(r),
+            pb.ReleasePlaceRequest(placename=place),
+        )
 
     def reserve(self, filters: Mapping[str, str], prio: float = 0.0) -> str:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
@@ -253,8 +268,9 @@ class LabClient:
         request = pb.CreateReservationRequest(
             filters={"main": pb.Reservation.Filter(filter=dict(filters))}, prio=prio
         )
-        response = self._rpc(f"reserving {_tags(filters)}",
-                             lambda stub, r: stub.CreateReservation(r), request)
+        response = self._rpc(
+            f"reserving {_tags(filters)}", lambda stub, r: stub.CreateReservation(r), request
+        )
         return str(response.reservation.token)
 
     def poll(self, token: str) -> ReservationView:
@@ -262,44 +278,59 @@ class LabClient:
         from labgrid.remote.common import Reservation
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        response = self._rpc(f"polling reservation {token}",
-                             lambda stub, r: stub.PollReservation(r),
-                             pb.PollReservationRequest(token=token))
+        response = self._rpc(
+            f"polling reservation {token}",
+            lambda stub, r: stub.PollReservation(r),
+            pb.PollReservationRequest(token=token),
+        )
         return _reservation(Reservation.from_pb2(response.reservation))
 
     def reservations(self) -> tuple[ReservationView, ...]:
         from labgrid.remote.common import Reservation
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        response = self._rpc("listing reservations", lambda stub, r: stub.GetReservations(r),
-                             pb.GetReservationsRequest())
+        response = self._rpc(
+            "listing reservations",
+            lambda stub, r: stub.GetReservations(r),
+            pb.GetReservationsRequest(),
+        )
         return tuple(_reservation(Reservation.from_pb2(r)) for r in response.reservations)
 
     def cancel(self, token: str) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        self._rpc(f"cancelling reservation {token}", lambda stub, r: stub.CancelReservation(r),
-                  pb.CancelReservationRequest(token=token))
+        self._rpc(
+            f"cancelling reservation {token}",
+            lambda stub, r: stub.CancelReservation(r),
+            pb.CancelReservationRequest(token=token),
+        )
 
     # -- setting up places (a lab's administration; the virtual rack uses it) --------------
 
     def add_place(self, name: str) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        self._rpc(f"adding place {name}", lambda stub, r: stub.AddPlace(r),
-                  pb.AddPlaceRequest(name=name))
+        self._rpc(
+            f"adding place {name}", lambda stub, r: stub.AddPlace(r), pb.AddPlaceRequest(name=name)
+        )
 
     def add_match(self, place: str, pattern: str) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        self._rpc(f"adding match {pattern} to {place}", lambda stub, r: stub.AddPlaceMatch(r),
-                  pb.AddPlaceMatchRequest(placename=place, pattern=pattern))
+        self._rpc(
+            f"adding match {pattern} to {place}",
+            lambda stub, r: stub.AddPlaceMatch(r),
+            pb.AddPlaceMatchRequest(placename=place, pattern=pattern),
+        )
 
     def set_tags(self, place: str, tags: Mapping[str, str]) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
-        self._rpc(f"tagging {place}", lambda stub, r: stub.SetPlaceTags(r),
-                  pb.SetPlaceTagsRequest(placename=place, tags=dict(tags)))
+        self._rpc(
+            f"tagging {place}",
+            lambda stub, r: stub.SetPlaceTags(r),
+            pb.SetPlaceTagsRequest(placename=place, tags=dict(tags)),
+        )
 
 
 def _place(place: Any) -> PlaceView:

@@ -95,8 +95,7 @@ class Leaser:
                     self.client.acquire(place)
                     return Lease(place, (), token)
                 if state.state not in ("waiting",):
-                    raise LabError(f"reservation {token} for {self.settings.pool} is "
-                                   f"{state.state}")
+                    raise LabError(f"reservation {token} for {self.settings.pool} is {state.state}")
                 if time.monotonic() >= deadline:
                     raise self._timed_out(held)
                 time.sleep(POLL_S)
@@ -136,11 +135,17 @@ class Leaser:
         while True:
             view = self.client.places().get(lease.place)
             resources = self.client.resources(view) if view else ()
-            waiting = [r.name for r in resources if not r.avail
-                       or (r.cls == "NetworkSerialPort" and not r.params.get("port"))]
+            waiting = [
+                r.name
+                for r in resources
+                if not r.avail or (r.cls == "NetworkSerialPort" and not r.params.get("port"))
+            ]
             if view and resources and not waiting:
-                self.log.info("acquired %s (%s)", lease.place,
-                              ", ".join(f"{r.cls} {r.name}" for r in resources))
+                self.log.info(
+                    "acquired %s (%s)",
+                    lease.place,
+                    ", ".join(f"{r.cls} {r.name}" for r in resources),
+                )
                 return Lease(lease.place, resources, lease.token)
             # a place with no resources at all has no exporter behind it: do not wait long
             limit = wait_s if resources else min(wait_s, NO_RESOURCES_S)

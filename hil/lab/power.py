@@ -57,8 +57,9 @@ class LabgridPower:
 
             try:
                 target = Target(f"hil-{self.place}")
-                target_factory.make_resource(target, self.resource.cls, self.resource.name,
-                                             dict(self.resource.params))
+                target_factory.make_resource(
+                    target, self.resource.cls, self.resource.name, dict(self.resource.params)
+                )
                 driver = target_factory.make_driver(
                     target, POWER_DRIVERS[self.resource.cls], None, {"delay": self.delay_s}
                 )
@@ -94,8 +95,9 @@ class LabgridPower:
         self._switch("cycle")
 
 
-def place_power(place: str, resources: tuple[ResourceView, ...],
-                delay_s: float) -> LabgridPower | None:
+def place_power(
+    place: str, resources: tuple[ResourceView, ...], delay_s: float
+) -> LabgridPower | None:
     """The place's power switch, if it has one."""
     for resource in resources:
         if resource.cls in POWER_DRIVERS:

@@ -44,8 +44,12 @@ class Entry:
         return f"{self.reason} ({self.issue}; until {self.expires.isoformat()})"
 
     def to_record(self) -> dict[str, str]:
-        return {"case": self.case, "reason": self.reason, "issue": self.issue,
-                "expires": self.expires.isoformat()}
+        return {
+            "case": self.case,
+            "reason": self.reason,
+            "issue": self.issue,
+            "expires": self.expires.isoformat(),
+        }
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,11 @@ class Quarantine:
 
 
 def _bad(path: Path, where: str, problem: str) -> UsageError:
-    return UsageError(f"quarantine file {path}: {where}: {problem}",
-                      fix="each entry needs case, reason, issue and expires (YYYY-MM-DD); "
-                      "see hil/lab/quarantine.py")
+    return UsageError(
+        f"quarantine file {path}: {where}: {problem}",
+        fix="each entry needs case, reason, issue and expires (YYYY-MM-DD); "
+        "see hil/lab/quarantine.py",
+    )
 
 
 def _entry(path: Path, index: int, raw: Any) -> Entry:
@@ -76,15 +82,16 @@ def _entry(path: Path, index: int, raw: Any) -> Entry:
     if missing or unknown:
         problem = (f"missing {', '.join(missing)}" if missing else "") + (
             f"{'; ' if missing else ''}unknown keys {', '.join(map(str, unknown))}"
-            if unknown else "")
+            if unknown
+            else ""
+        )
         raise _bad(path, where, problem)
     expires = raw["expires"]
     if isinstance(expires, str):
         try:
             expires = datetime.date.fromisoformat(expires)
         except ValueError:
-            raise _bad(path, where, f"expires must be a date YYYY-MM-DD, got {expires!r}") \
-                from None
+            raise _bad(path, where, f"expires must be a date YYYY-MM-DD, got {expires!r}") from None
     if isinstance(expires, datetime.datetime):
         expires = expires.date()
     if not isinstance(expires, datetime.date):
@@ -109,9 +116,12 @@ def load(path: Path, today: datetime.date | None = None) -> Quarantine:
     if expired:
         raise UsageError(
             f"quarantine file {path}: {len(expired)} expired entr"
-            f"{'y' if len(expired) == 1 else 'ies'}: " + "; ".join(
+            f"{'y' if len(expired) == 1 else 'ies'}: "
+            + "; ".join(
                 f"entry {e.line} ({e.case}: {e.reason}, {e.issue}) expired on "
-                f"{e.expires.isoformat()}" for e in expired),
+                f"{e.expires.isoformat()}"
+                for e in expired
+            ),
             fix="look at each issue again: fix the case and delete the entry, or renew its "
             "expires date with a fresh reason",
         )

@@ -53,12 +53,10 @@ def inner_spec(spec: DeviceSpec, lease: Lease) -> DeviceSpec:
     settings = spec.settings
     if isinstance(settings, SerialSettings):
         port = serial_url(lease, settings.labgrid.serial if settings.labgrid else None)
-        inner: SerialSettings | SshSettings = dataclasses.replace(settings, port=port,
-                                                                 labgrid=None)
+        inner: SerialSettings | SshSettings = dataclasses.replace(settings, port=port, labgrid=None)
     elif isinstance(settings, SshSettings):
         host, port_number, user = ssh_login(lease)
-        inner = dataclasses.replace(settings, host=host, port=port_number, user=user,
-                                    labgrid=None)
+        inner = dataclasses.replace(settings, host=host, port=port_number, user=user, labgrid=None)
     else:
         raise DeviceSpecError(
             f"{spec.source}: kind {spec.kind!r} cannot be reached through labgrid; "

@@ -58,8 +58,12 @@ class LeaseBook:
         return self.folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', place)}.json"
 
     def note(self, lease: Lease) -> None:
-        note = {"place": lease.place, "token": lease.token, "pid": os.getpid(),
-                "start": _start_time(os.getpid())}
+        note = {
+            "place": lease.place,
+            "token": lease.token,
+            "pid": os.getpid(),
+            "start": _start_time(os.getpid()),
+        }
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._path(lease.place).write_text(json.dumps(note))
@@ -102,8 +106,11 @@ class LeaseBook:
                 except LabError as e:
                     log.warning("could not take back %s: %s", place_name, e.message)
                     continue
-                log.warning("took back place %s, left acquired by process %d, which is gone",
-                            place_name, pid)
+                log.warning(
+                    "took back place %s, left acquired by process %d, which is gone",
+                    place_name,
+                    pid,
+                )
                 taken_back.append(place_name)
             with contextlib.suppress(OSError):
                 path.unlink()

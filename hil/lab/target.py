@@ -93,8 +93,9 @@ class LabTarget(Target):
             power = self._power()
             if power is None:
                 raise inner
-            self.log.warning("%s does not answer (%s); power-cycling it", lease.place,
-                             inner.message)
+            self.log.warning(
+                "%s does not answer (%s); power-cycling it", lease.place, inner.message
+            )
             power.cycle()
             inner = _provisioned(self._make_inner(inner_spec(self.spec, lease)))
         if isinstance(inner, InfrastructureError):
@@ -136,8 +137,7 @@ class LabTarget(Target):
         facts = dict(self._inner.describe()) if hasattr(self, "_inner") else {}
         facts.update(super().describe())
         if hasattr(self, "_leaser") and self._leaser.current is not None:
-            facts.update(place=self._leaser.current.place,
-                         coordinator=self._settings.coordinator)
+            facts.update(place=self._leaser.current.place, coordinator=self._settings.coordinator)
         return facts
 
     # -- failures --------------------------------------------------------------------------

@@ -65,8 +65,9 @@ class Uart:
             old, self._board_end = self._board_end, board_end
         if old is not None:
             old.close()
-        threading.Thread(target=self._to_host, args=(board_end,), name="uart-tx",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._to_host, args=(board_end,), name="uart-tx", daemon=True
+        ).start()
         return runner_end
 
     def detach(self) -> None:
@@ -151,7 +152,10 @@ class Board:
             # the same process group as the board: killing the group kills the runner too
             self.process = subprocess.Popen(
                 [str(self.runner), "--stdio", *self.args],
-                stdin=fd, stdout=fd, stderr=self.log, close_fds=True,
+                stdin=fd,
+                stdout=fd,
+                stderr=self.log,
+                close_fds=True,
             )
             if line is not None:
                 line.close()  # the runner holds it now
@@ -208,8 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         board.on()
         power_url = f"http://127.0.0.1:{server.server_address[1]}{POWER_PATH}"
-        print(json.dumps({"pty": board.pty, "power_url": power_url, "pid": os.getpid()}),
-              flush=True)
+        print(
+            json.dumps({"pty": board.pty, "power_url": power_url, "pid": os.getpid()}), flush=True
+        )
         stop.wait()
         board.off()
         server.shutdown()

@@ -77,9 +77,15 @@ class RackBoard:
 
 
 class VirtualRack:
-    def __init__(self, folder: Path, runner: Path, boards: Sequence[str],
-                 tags: Mapping[str, str], runner_args: Sequence[str] = (),
-                 baud: int | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        runner: Path,
+        boards: Sequence[str],
+        tags: Mapping[str, str],
+        runner_args: Sequence[str] = (),
+        baud: int | None = None,
+    ) -> None:
         """`baud`: the boards' UARTs run at this rate (exported as the ports' speed); None:
         bytes move at memory speed (the fast default for tests)."""
         self.folder = folder
@@ -103,8 +109,10 @@ class VirtualRack:
 
     def start(self) -> VirtualRack:
         if ser2net_path() is None:
-            raise TargetUnavailable("ser2net is not installed (labgrid's exporter serves "
-                                    "serial ports with it)", fix="apt-get install ser2net")
+            raise TargetUnavailable(
+                "ser2net is not installed (labgrid's exporter serves serial ports with it)",
+                fix="apt-get install ser2net",
+            )
         try:
             self._start_coordinator()
             for name in self.names:
@@ -134,7 +142,9 @@ class VirtualRack:
         self.port = free_port()
         self._coordinator = subprocess.Popen(
             [labgrid_tool("labgrid-coordinator"), "-l", self.coordinator],
-            cwd=home, stdout=self._log("coordinator.log"), stderr=subprocess.STDOUT,
+            cwd=home,
+            stdout=self._log("coordinator.log"),
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -145,8 +155,10 @@ class VirtualRack:
             if self._coordinator.poll() is not None:
                 break
             time.sleep(0.05)
-        raise TransportError(f"the labgrid coordinator did not start on {self.coordinator}; "
-                             f"see {self.folder / 'coordinator.log'}")
+        raise TransportError(
+            f"the labgrid coordinator did not start on {self.coordinator}; "
+            f"see {self.folder / 'coordinator.log'}"
+        )
 
     def _exporter_name(self, board: str) -> str:
         return f"{self.folder.name}-{board}"
@@ -154,11 +166,21 @@ class VirtualRack:
     def _start_board(self, name: str) -> None:
         log_path = self.folder / f"{name}.log"
         board = subprocess.Popen(
-            [sys.executable, "-m", "hil.lab.virtual_board", "--name", name,
-             "--runner", str(self.runner), "--log", str(log_path),
-             *([f"--baud={self.baud}"] if self.baud else []),
-             *(f"--runner-arg={a}" for a in self.runner_args)],
-            stdout=subprocess.PIPE, stderr=self._log(f"{name}.board.log"),
+            [
+                sys.executable,
+                "-m",
+                "hil.lab.virtual_board",
+                "--name",
+                name,
+                "--runner",
+                str(self.runner),
+                "--log",
+                str(log_path),
+                *([f"--baud={self.baud}"] if self.baud else []),
+                *(f"--runner-arg={a}" for a in self.runner_args),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=self._log(f"{name}.board.log"),
             start_new_session=True,
         )
         assert board.stdout is not None
@@ -167,24 +189,46 @@ class VirtualRack:
             facts = json.loads(line)
         except ValueError as e:
             board.kill()
-            raise TransportError(f"virtual board {name} did not start: {line!r}; see "
-                                 f"{self.folder / (name + '.board.log')}") from e
-        exporter = self._start_exporter(name, {
-            "RawSerialPort": {"port": facts["pty"], "speed": self.baud or 115200},
-            "NetworkPowerPort": {"model": "simplerest", "host": facts["power_url"], "index": 0},
-        })
-        self.boards[name] = RackBoard(name, board, exporter, facts["pty"], facts["power_url"],
-                                      log_path, self.folder / f"{name}.exporter.log")
+            raise TransportError(
+                f"virtual board {name} did not start: {line!r}; see "
+                f"{self.folder / (name + '.board.log')}"
+            ) from e
+        exporter = self._start_exporter(
+            name,
+            {
+                "RawSerialPort": {"port": facts["pty"], "speed": self.baud or 115200},
+                "NetworkPowerPort": {"model": "simplerest", "host": facts["power_url"], "index": 0},
+            },
+        )
+        self.boards[name] = RackBoard(
+            name,
+            board,
+            exporter,
+            facts["pty"],
+            facts["power_url"],
+            log_path,
+            self.folder / f"{name}.exporter.log",
+        )
 
     def _start_exporter(self, group: str, resources: dict[str, object]) -> subprocess.Popen[bytes]:
         """labgrid-exporter serving one group (the place of the same name) of `resources`."""
         exporter_yaml = self.folder / f"{group}.exporter.yaml"
         exporter_yaml.write_text(yaml.safe_dump({group: resources}))
         return subprocess.Popen(
-            [labgrid_tool("labgrid-exporter"), "-c", self.coordinator,
-             "-n", self._exporter_name(group), "--hostname", "127.0.0.1", str(exporter_yaml)],
-            cwd=self.folder, stdout=self._log(f"{group}.exporter.log"),
-            stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                labgrid_tool("labgrid-exporter"),
+                "-c",
+                self.coordinator,
+                "-n",
+                self._exporter_name(group),
+                "--hostname",
+                "127.0.0.1",
+                str(exporter_yaml),
+            ],
+            cwd=self.folder,
+            stdout=self._log(f"{group}.exporter.log"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def _await_exports(self, client: LabClient, names: Sequence[str] | None = None) -> None:
@@ -198,11 +242,14 @@ class VirtualRack:
             if wanted <= seen and not wanted & down:
                 return
             time.sleep(0.1)
-        raise TransportError(f"the exporters of {', '.join(names)} did not come up within "
-                             f"{START_TIMEOUT_S:.0f} s; see the *.exporter.log in {self.folder}")
+        raise TransportError(
+            f"the exporters of {', '.join(names)} did not come up within "
+            f"{START_TIMEOUT_S:.0f} s; see the *.exporter.log in {self.folder}"
+        )
 
-    def export_place(self, name: str, resources: Mapping[str, Mapping[str, object]],
-                     tags: Mapping[str, str]) -> None:
+    def export_place(
+        self, name: str, resources: Mapping[str, Mapping[str, object]], tags: Mapping[str, str]
+    ) -> None:
         """Another place, of resources served elsewhere (an SSH service: a NetworkService),
         through an exporter of its own."""
         exporter = self._start_exporter(name, dict(resources))
@@ -223,8 +270,11 @@ class VirtualRack:
         parent = self.boards[name].board.pid
         for status in Path("/proc").glob("[0-9]*/status"):
             with contextlib.suppress(OSError):
-                fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines()
-                              if ":\t" in line)
+                fields = dict(
+                    line.split(":\t", 1)
+                    for line in status.read_text().splitlines()
+                    if ":\t" in line
+                )
                 if fields.get("PPid", "").strip() == str(parent):
                     return int(status.parent.name)
         return None
@@ -269,8 +319,12 @@ class VirtualRack:
     def __enter__(self) -> VirtualRack:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self.stop()
 
 

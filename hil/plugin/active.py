@@ -132,9 +132,9 @@ def parametrize(state: HilState, metafunc: pytest.Metafunc) -> None:
             if only_targets is not None and target not in only_targets:
                 continue
             for recipe in state.registry.get(target).recipe_names:
-                if (
-                    only_recipes is not None and recipe not in only_recipes
-                ) or not case.applies_to(target, recipe):
+                if (only_recipes is not None and recipe not in only_recipes) or not case.applies_to(
+                    target, recipe
+                ):
                     continue
                 variant = Variant(case_id, case, target, recipe)
                 tags = case.tags_for(target, recipe)
@@ -220,8 +220,8 @@ class HilPlugin:
         for line in summary.render(self.state.records):
             terminalreporter.write_line(line)
         records = self.state.records
-        for line in fvp_table.render(records) + memory_table.render(records) + problems.render(
-            records
+        for line in (
+            fvp_table.render(records) + memory_table.render(records) + problems.render(records)
         ):
             terminalreporter.write_line(line)
         if self.results_file is not None:

@@ -70,7 +70,9 @@ class AttemptRecorder:
     def _note(self, record: dict[str, Any]) -> None:
         attempts = self.state.session.last_attempts
         if attempts is None or (attempts.case, attempts.target, attempts.recipe) != (
-            record.get("case"), record.get("target"), record.get("recipe")
+            record.get("case"),
+            record.get("target"),
+            record.get("recipe"),
         ):
             return
         if attempts.attempts and attempts.attempts[-1].board != attempts.target:
@@ -79,12 +81,12 @@ class AttemptRecorder:
             record["attempts"] = attempts.to_record()
             record["boards"] = list(attempts.boards)
 
-    def pytest_hil_result(self, item: pytest.Item, result: CheckResult,
-                          record: dict[str, Any]) -> None:
+    def pytest_hil_result(
+        self, item: pytest.Item, result: CheckResult, record: dict[str, Any]
+    ) -> None:
         self._note(record)
 
-    def pytest_hil_error(self, item: pytest.Item, record: dict[str, Any],
-                         error: Exception) -> None:
+    def pytest_hil_error(self, item: pytest.Item, record: dict[str, Any], error: Exception) -> None:
         self._note(record)
 
 
@@ -121,12 +123,12 @@ class QuarantinePlugin:
         if entry is not None:
             record["quarantine"] = entry.to_record()
 
-    def pytest_hil_result(self, item: pytest.Item, result: CheckResult,
-                          record: dict[str, Any]) -> None:
+    def pytest_hil_result(
+        self, item: pytest.Item, result: CheckResult, record: dict[str, Any]
+    ) -> None:
         self._note(item, record)
 
-    def pytest_hil_error(self, item: pytest.Item, record: dict[str, Any],
-                         error: Exception) -> None:
+    def pytest_hil_error(self, item: pytest.Item, record: dict[str, Any], error: Exception) -> None:
         self._note(item, record)
 
 

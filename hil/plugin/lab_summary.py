@@ -28,12 +28,14 @@ def failed_boards(records: Sequence[Record]) -> dict[str, str]:
         attempts = r.get("attempts") or ()
         for this, after in itertools.pairwise(attempts):
             if this["board"] != after["board"] and this.get("verdict") == "INFRA":
-                found.setdefault(this["board"], f"{this.get('error_class', '')}: "
-                                 f"{_short(this.get('failure'))}")
+                found.setdefault(
+                    this["board"], f"{this.get('error_class', '')}: {_short(this.get('failure'))}"
+                )
         last = attempts[-1] if attempts else None
         if last is not None and "out of service" in (last.get("recovery") or ""):
-            found.setdefault(last["board"], f"{last.get('error_class', '')}: "
-                             f"{_short(last.get('failure'))}")
+            found.setdefault(
+                last["board"], f"{last.get('error_class', '')}: {_short(last.get('failure'))}"
+            )
     return found
 
 
@@ -45,8 +47,11 @@ def render(records: Sequence[Record]) -> list[str]:
         for r in retried:
             lines.append(f"  {_where(r)}: {r.get('verdict')} after {len(r['attempts'])} attempts")
             for a in r["attempts"]:
-                cause = f" {a['error_class']}: {_short(a.get('failure'))}" if a.get(
-                    "error_class") else ""
+                cause = (
+                    f" {a['error_class']}: {_short(a.get('failure'))}"
+                    if a.get("error_class")
+                    else ""
+                )
                 then = f" -> {a['recovery']}" if a.get("recovery") else ""
                 lines.append(f"    {a['attempt']}. {a['board']}: {a['verdict']}{cause}{then}")
     boards = failed_boards(records)
@@ -56,13 +61,16 @@ def render(records: Sequence[Record]) -> list[str]:
     quarantined = [r for r in records if r.get("quarantine")]
     if quarantined:
         passing = [r for r in quarantined if r.get("verdict") == "PASS"]
-        lines.append(f"quarantined: {len(quarantined) - len(passing)} known failure(s), "
-                     f"{len(passing)} quarantined case(s) passed (their entries can go)")
+        lines.append(
+            f"quarantined: {len(quarantined) - len(passing)} known failure(s), "
+            f"{len(passing)} quarantined case(s) passed (their entries can go)"
+        )
         for r in quarantined:
             q = r["quarantine"]
             state = "passed" if r.get("verdict") == "PASS" else r.get("verdict")
-            lines.append(f"  {_where(r)}: {state}; {q['reason']} ({q['issue']}, until "
-                         f"{q['expires']})")
+            lines.append(
+                f"  {_where(r)}: {state}; {q['reason']} ({q['issue']}, until {q['expires']})"
+            )
     if lines:
         lines.append("")
     return lines

@@ -34,7 +34,8 @@ def add_options(parser: pytest.Parser) -> None:
         "--hil-large", action="store_true", help="also run cases tagged 'large' (big models)"
     )
     group.addoption(
-        "--hil-explain", action="store_true",
+        "--hil-explain",
+        action="store_true",
         help="find the first divergent operator of every check, passing ones too (a failed "
         "output check always gets it); per-node errors go where `hil explore` reads them",
     )
@@ -66,23 +67,32 @@ def add_options(parser: pytest.Parser) -> None:
         help="with --hil-report: show what changed since this earlier report.json",
     )
     group.addoption(
-        "--hil-retries", type=_retries, default=0, metavar="N",
+        "--hil-retries",
+        type=_retries,
+        default=0,
+        metavar="N",
         help="run a case that failed on the infrastructure (lost link, dead board, emulator "
         "died) again, up to N times, on another board of a labgrid pool where there is one; "
         "test failures are never retried (default 0)",
     )
     group.addoption(
-        "--hil-quarantine", type=Path, metavar="FILE",
+        "--hil-quarantine",
+        type=Path,
+        metavar="FILE",
         help="YAML list of known failures (case pattern, reason, issue, expires): matching "
         "failures are reported as quarantined; an expired entry stops the run",
     )
     group.addoption(
-        "--hil-export-workers", type=_workers, default=None, metavar="N",
+        "--hil-export-workers",
+        type=_workers,
+        default=None,
+        metavar="N",
         help="export ahead in N worker processes, so a cold run uses every core (default: one "
         "per core; 0: export each case when its check starts; not under xdist)",
     )
     group.addoption(
-        "--hil-pristine-export", action="store_true",
+        "--hil-pristine-export",
+        action="store_true",
         help="export with torch and ExecuTorch as shipped: none of hil's speed-ups installed, "
         "in this process and the export workers (HIL_PRISTINE_EXPORT=1 does the same); "
         "artifacts are keyed apart from the patched ones",
@@ -123,10 +133,22 @@ class HilOptions:
 
 
 # What each option is when not given: an option given otherwise means hil is in use.
-DEFAULTS = {"hil_targets": None, "hil_require": False, "hil_full": False, "hil_large": False,
-            "hil_explain": False, "hil_cache_dir": None, "hil_results_dir": None,
-            "hil_devices": None, "hil_report": None, "hil_baseline": None, "hil_retries": 0,
-            "hil_quarantine": None, "hil_export_workers": None, "hil_pristine_export": False}
+DEFAULTS = {
+    "hil_targets": None,
+    "hil_require": False,
+    "hil_full": False,
+    "hil_large": False,
+    "hil_explain": False,
+    "hil_cache_dir": None,
+    "hil_results_dir": None,
+    "hil_devices": None,
+    "hil_report": None,
+    "hil_baseline": None,
+    "hil_retries": 0,
+    "hil_quarantine": None,
+    "hil_export_workers": None,
+    "hil_pristine_export": False,
+}
 
 
 def hil_options_given(config: pytest.Config) -> bool:

@@ -56,8 +56,12 @@ class Recipe(ABC):
         """What about this recipe changes the .pte: its name, options, its own code and every
         hil module it can run (hil.artifacts.code_key: a docstring or comment edit re-exports
         nothing), and which of hil's speed-ups to torch may be in place (hil.recipes.speedups)."""
-        return {"recipe": self.name, "options": dict(self.options),
-                "code": code_key(type(self).__module__), "speedups": speedups.declared()}
+        return {
+            "recipe": self.name,
+            "options": dict(self.options),
+            "code": code_key(type(self).__module__),
+            "speedups": speedups.declared(),
+        }
 
     @property
     def quantized(self) -> bool:

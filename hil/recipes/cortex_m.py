@@ -153,8 +153,7 @@ class CortexMRecipe(Recipe):
                 "cortex_m": {
                     "cpu": self.options["cpu"],
                     "cmsis_nn_backend": target.backend.name,
-                    "input_layout": "channels_last" if goes_channels_last(built)
-                    else "contiguous",
+                    "input_layout": "channels_last" if goes_channels_last(built) else "contiguous",
                 },
                 "partition": report.to_dict(),
                 "quantized_model": model.key[:16],

@@ -198,8 +198,15 @@ class EthosURecipe(Recipe):
         partitioner = EthosUPartitioner(
             self.compile_spec().dump_intermediate_artifacts_to(str(dump))
         )
-        edge = lower_logged(case, model.program, partitioner, workdir, self.accelerator,
-                            "vela.log", "the TOSA graph Vela got is among the kept files")
+        edge = lower_logged(
+            case,
+            model.program,
+            partitioner,
+            workdir,
+            self.accelerator,
+            "vela.log",
+            "the TOSA graph Vela got is among the kept files",
+        )
         return edge, partitioner
 
     def _details(

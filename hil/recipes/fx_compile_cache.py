@@ -66,6 +66,8 @@ def _compile_once() -> None:
 PATCH = Patch(applies, _compile_once)
 install = PATCH.install  # each distinct source compiled once from now on; False where fx differs
 PART = Part(
-    "fx-compile-cache", lambda: (graph_module._exec_with_source,),
-    "bf2f72aae032ec3ca01baef82a605113d1313c4f054c47253a26df49ac4d9d02", PATCH,
+    "fx-compile-cache",
+    lambda: (graph_module._exec_with_source,),
+    "bf2f72aae032ec3ca01baef82a605113d1313c4f054c47253a26df49ac4d9d02",
+    PATCH,
 )

@@ -63,6 +63,8 @@ def _schema_hints_once() -> None:
 
 PATCH = Patch(applies, _schema_hints_once)
 PART = Part(
-    "schema-hints", lambda: (_serialize()._dict_to_dataclass,),
-    "8ed84ad281d7a3b2e43dc32c342813502eadc2ece6eace9571a1052eba0b29ea", PATCH,
+    "schema-hints",
+    lambda: (_serialize()._dict_to_dataclass,),
+    "8ed84ad281d7a3b2e43dc32c342813502eadc2ece6eace9571a1052eba0b29ea",
+    PATCH,
 )

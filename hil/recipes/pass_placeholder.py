@@ -89,6 +89,8 @@ def _pass_init() -> tuple[Any, ...]:
 
 
 PART = Part(
-    "pass-placeholder", _pass_init,
-    "628402d2fd5adeca823d04e44232275b13eb7ca8f554939a2a3913e639172007", PATCH,
+    "pass-placeholder",
+    _pass_init,
+    "628402d2fd5adeca823d04e44232275b13eb7ca8f554939a2a3913e639172007",
+    PATCH,
 )

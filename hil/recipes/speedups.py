@@ -66,16 +66,21 @@ def install(names: Sequence[str] | None = None) -> dict[str, str]:
     pristine: what is in place (name -> the digest it checked)."""
     skipped = left_out()
     for part in parts():
-        if (names is not None and part.name not in names) or part.patch.installed or (
-            part.name in _refused or part.name in skipped
+        if (
+            (names is not None and part.name not in names)
+            or part.patch.installed
+            or (part.name in _refused or part.name in skipped)
         ):
             continue
         if part.fits():
             part.patch.install()
         else:
             _refused.add(part.name)
-            log.warning("export speed-up %s left out: the code it replaces is not the code it "
-                        "was written against (torch or ExecuTorch changed)", part.name)
+            log.warning(
+                "export speed-up %s left out: the code it replaces is not the code it "
+                "was written against (torch or ExecuTorch changed)",
+                part.name,
+            )
     return {p.name: p.digest for p in parts() if p.patch.installed}
 
 

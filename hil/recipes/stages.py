@@ -55,5 +55,8 @@ def brief(error: BaseException) -> str:
     text = REPEATED_LIST.sub(lambda m: f"[{m.group(1)} x {m.group(0).count(m.group(1))}]",
                              str(error).strip())  # fmt: skip
     lines = text.splitlines()
-    return f"{type(error).__name__}: " + "\n".join(lines[:MAX_LINES]) + (
-        "\n..." if len(lines) > MAX_LINES else "")
+    return (
+        f"{type(error).__name__}: "
+        + "\n".join(lines[:MAX_LINES])
+        + ("\n..." if len(lines) > MAX_LINES else "")
+    )

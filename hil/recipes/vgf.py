@@ -28,6 +28,7 @@ import hashlib
 import os
 import shutil
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -101,8 +102,15 @@ class VgfLowering(Recipe):
         dump = workdir / "tosa-dump"
         partitioner = VgfPartitioner(self.compile_spec().dump_intermediate_artifacts_to(str(dump)))
         with converter_found():
-            edge = lower_logged(case, program, partitioner, workdir, f"VGF ({spec.tosa_spec})",
-                                LOG, "the lowering's log is kept beside the artifact")
+            edge = lower_logged(
+                case,
+                program,
+                partitioner,
+                workdir,
+                f"VGF ({spec.tosa_spec})",
+                LOG,
+                "the lowering's log is kept beside the artifact",
+            )
             lowered_program = edge.exported_program()
             lowered = lowered_modules(lowered_program)
             names = [f"delegate_{i}" for i in range(len(lowered))]
@@ -183,8 +191,11 @@ def keep_delegate(case: str, module: Any, dump: Path, folder: Path, spec: Any,
     (folder / VGF_FILE).write_bytes(vgf)
     for path in candidate_dumps(dump, delegation_tag(module), used):
         graph = path.read_bytes()
-        again = exporter_step(f"model-converter on {path.name} (proof)", case,
-                              lambda graph=graph: _convert(graph, spec))  # type: ignore[misc]
+        again = exporter_step(
+            f"model-converter on {path.name} (proof)",
+            case,
+            partial(_convert, graph, spec),
+        )
         if again == vgf:
             (folder / TOSA_FILE).write_bytes(graph)
             used.add(path)
@@ -206,4 +217,3 @@ def _delegate(workdir: Path, name: str) -> dict[str, Any]:
         "vgf_sha256": hashlib.sha256(vgf).hexdigest(),
         "vgf_bytes": len(vgf),
     }
-

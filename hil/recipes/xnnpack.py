@@ -79,8 +79,10 @@ def float_scalars_to_attrs(model: torch.fx.GraphModule) -> torch.fx.GraphModule:
     arithmetic = (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor)
     for node in model.graph.nodes:
         value = node.meta.get("val")
-        if node.op != "call_function" or node.target not in arithmetic or not (
-            isinstance(value, torch.Tensor) and value.dtype.is_floating_point
+        if (
+            node.op != "call_function"
+            or node.target not in arithmetic
+            or not (isinstance(value, torch.Tensor) and value.dtype.is_floating_point)
         ):
             continue
         args = []
@@ -94,7 +96,8 @@ def float_scalars_to_attrs(model: torch.fx.GraphModule) -> torch.fx.GraphModule:
             with model.graph.inserting_before(node):
                 attr = model.graph.create_node("get_attr", name, (), {})
                 attr.meta["val"] = value.fake_mode.from_tensor(  # type: ignore[attr-defined]
-                    constant, static_shapes=True)
+                    constant, static_shapes=True
+                )
             args.append(attr)
         node.args = tuple(args)
     model.recompile()

@@ -184,8 +184,11 @@ def _judged_against(row: Mapping[str, Any]) -> tuple[str, float | None]:
         step = fmt.number((check.get("observed") or {}).get("step"))
         if limits.get("max_steps") is not None and step is not None:
             return "quantized_reference", float(limits["max_steps"] or 0.0) * step
-        group = "quantized_reference" if str(check.get("reference", "")).startswith(
-            "the quantized") else "reference"
+        group = (
+            "quantized_reference"
+            if str(check.get("reference", "")).startswith("the quantized")
+            else "reference"
+        )
         return group, limits.get("max_abs")
     return "reference", None
 

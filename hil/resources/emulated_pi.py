@@ -75,8 +75,10 @@ class EmulatedPi:
     def start(self) -> SshEndpoint:
         self.stop()
         if not os.path.exists(SSHD):
-            raise TargetUnavailable(f"{self.name}: OpenSSH sshd is not installed ({SSHD})",
-                                    fix="apt-get install openssh-server openssh-client")
+            raise TargetUnavailable(
+                f"{self.name}: OpenSSH sshd is not installed ({SSHD})",
+                fix="apt-get install openssh-server openssh-client",
+            )
         try:
             os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
         except OSError as e:
@@ -100,14 +102,34 @@ class EmulatedPi:
                     f"{self.name}: sshd did not start:\n{tail(self._log_path, 10)}",
                     fix=f"see {self._log_path}",
                 )
-        return SshEndpoint(host="127.0.0.1", port=self.port, user=getpass.getuser(),
-                           identity=client_key, known_hosts=self.keys / "known_hosts")
+        return SshEndpoint(
+            host="127.0.0.1",
+            port=self.port,
+            user=getpass.getuser(),
+            identity=client_key,
+            known_hosts=self.keys / "known_hosts",
+        )
 
     def _keygen(self, name: str) -> Path:
         assert self.keys is not None
         path = self.keys / name
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"hil-{self.name}",
-                        "-f", str(path)], check=True, capture_output=True, timeout=30)
+        subprocess.run(
+            [
+                "ssh-keygen",
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                f"hil-{self.name}",
+                "-f",
+                str(path),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
         return path
 
     def _write_known_hosts(self, host_key: Path) -> None:
@@ -122,8 +144,11 @@ class EmulatedPi:
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         with self._log_path.open("ab") as log_file:
             self._process = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
-                stdout=log_file, stderr=log_file, start_new_session=True,
+                [SSHD, "-D", "-e", "-f", str(config)],
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                start_new_session=True,
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -131,8 +156,12 @@ class EmulatedPi:
                 return False
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    self.log.info("sshd pid %s on 127.0.0.1:%d; log %s", self._process.pid,
-                                  self.port, self._log_path)
+                    self.log.info(
+                        "sshd pid %s on 127.0.0.1:%d; log %s",
+                        self._process.pid,
+                        self.port,
+                        self._log_path,
+                    )
                     return True
             except OSError:
                 time.sleep(0.05)

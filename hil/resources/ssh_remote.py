@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hil.errors import DeployError
-from hil.runner.aarch64_sdk import RunnerBundle
+from hil.sdk.aarch64 import RunnerBundle
 from hil.transports.ssh import SshConnection, quote, sftp_quote
 
 KEEP_MODEL_BYTES = 4 << 30  # the newest model files kept on the device, pruned at provisioning
@@ -46,9 +46,13 @@ class RemoteFacts:
     cpus_online: str
 
     def as_dict(self) -> dict[str, str]:
-        facts = {"remote_cpu": self.cpu_model, "board": self.board,
-                 "cpu_governor": self.governor, "kernel": self.kernel,
-                 "cpus_online": self.cpus_online}
+        facts = {
+            "remote_cpu": self.cpu_model,
+            "board": self.board,
+            "cpu_governor": self.governor,
+            "kernel": self.kernel,
+            "cpus_online": self.cpus_online,
+        }
         if self.temperature_c is not None:
             facts["soc_temperature_c"] = f"{self.temperature_c:.1f}"
         return {k: v for k, v in facts.items() if v}
@@ -58,8 +62,12 @@ def parse_facts(text: str) -> RemoteFacts:
     parts = [p.strip() for p in text.split("--\n")] + [""] * 7
     lscpu, cpuinfo, board, governor, temp, kernel, cpus = parts[:7]
     return RemoteFacts(
-        cpu_model=lscpu or cpuinfo, board=board, governor=governor,
-        temperature_c=parse_temperature(temp), kernel=kernel, cpus_online=cpus,
+        cpu_model=lscpu or cpuinfo,
+        board=board,
+        governor=governor,
+        temperature_c=parse_temperature(temp),
+        kernel=kernel,
+        cpus_online=cpus,
     )
 
 
@@ -103,10 +111,10 @@ class RemoteTree:
         d = quote(self.remote_dir)
         done = self.connection.run(
             f"mkdir -p {d}/runner {d}/models && cd {d} && "
-            "probe=.hil-write-test.$$ && : > \"$probe\" && rm -f \"$probe\" && "
+            'probe=.hil-write-test.$$ && : > "$probe" && rm -f "$probe" && '
             "(cd models && rm -f -- *.part; total=0; ls -t -- *.pte 2>/dev/null | "
-            "while read -r f; do total=$((total + $(stat -c %s \"$f\"))); "
-            f"[ $total -le {KEEP_MODEL_BYTES} ] || rm -f -- \"$f\"; done) && pwd -P"
+            'while read -r f; do total=$((total + $(stat -c %s "$f"))); '
+            f'[ $total -le {KEEP_MODEL_BYTES} ] || rm -f -- "$f"; done) && pwd -P'
         )
         if done.returncode != 0:
             raise self._fail(f"cannot use the folder {self.remote_dir}", _words(done.stderr))
@@ -127,8 +135,9 @@ class RemoteTree:
 
     def remote_hashes(self, names: list[str]) -> Mapping[str, str]:
         listed = " ".join(quote(n) for n in names)
-        done = self.connection.run(f"cd {quote(self.runner_dir)} && sha256sum -- {listed} "
-                                   "2>/dev/null; true")
+        done = self.connection.run(
+            f"cd {quote(self.runner_dir)} && sha256sum -- {listed} 2>/dev/null; true"
+        )
         hashes = {}
         for line in done.stdout.decode(errors="replace").splitlines():
             digest, _, name = line.partition("  ")
@@ -141,9 +150,12 @@ class RemoteTree:
         stale = [f for f in bundle.files if held.get(f.name) != f.sha256]
         if not stale:
             return 0
-        self._put([(bundle.folder / f.name, f"{self.runner_dir}/{f.name}") for f in stale],
-                  sum(f.size for f in stale), "the runner",
-                  after=f"chmod +x {quote(self.runner_dir + '/' + bundle.runner)}")
+        self._put(
+            [(bundle.folder / f.name, f"{self.runner_dir}/{f.name}") for f in stale],
+            sum(f.size for f in stale),
+            "the runner",
+            after=f"chmod +x {quote(self.runner_dir + '/' + bundle.runner)}",
+        )
         self.log.info("copied %d runner file(s), %d bytes", len(stale), sum(f.size for f in stale))
         return sum(f.size for f in stale)
 
@@ -156,21 +168,27 @@ class RemoteTree:
         path = self.model_path(sha256)
         part = path + ".part"
         done = self.connection.sftp_batch(
-            [f"df {sftp_quote(self.root + '/models')}",
-             f"put {sftp_quote(str(local))} {sftp_quote(part)}",
-             f"rename {sftp_quote(part)} {sftp_quote(path)}"],
-            timeout=120.0 + size / 2e6)  # even a 2 MB/s link finishes in time
+            [
+                f"df {sftp_quote(self.root + '/models')}",
+                f"put {sftp_quote(str(local))} {sftp_quote(part)}",
+                f"rename {sftp_quote(part)} {sftp_quote(path)}",
+            ],
+            timeout=120.0 + size / 2e6,
+        )  # even a 2 MB/s link finishes in time
         if done.ok:
             return size
         self.connection.sftp_batch([f"-rm {sftp_quote(part)}"], timeout=60)
         free = _sftp_free(done.out)
         if free is not None and free < size:
-            raise self._fail(f"no room for the model {local.name} ({size} bytes)",
-                             f"the disk holding {self.root} had {free} bytes free (disk full); "
-                             f"sftp: {_sftp_words(done.error)}")
+            raise self._fail(
+                f"no room for the model {local.name} ({size} bytes)",
+                f"the disk holding {self.root} had {free} bytes free (disk full); "
+                f"sftp: {_sftp_words(done.error)}",
+            )
         room = f"; {free} bytes free on that disk" if free is not None else ""
-        raise self._fail(f"copying the model {local.name} ({size} bytes) failed",
-                         _sftp_words(done.error) + room)
+        raise self._fail(
+            f"copying the model {local.name} ({size} bytes) failed", _sftp_words(done.error) + room
+        )
 
     def forget_model(self, sha256: str) -> None:
         self.connection.sftp_batch([f"-rm {sftp_quote(self.model_path(sha256))}"], timeout=60)
@@ -185,8 +203,10 @@ class RemoteTree:
                 f"no room for {what} ({total} bytes)",
                 f"the disk holding {self.root} has {free} bytes free (disk full)",
             )
-        batch = [f"put {sftp_quote(str(local))} {sftp_quote(remote + '.part')}"
-                 for local, remote in copies]
+        batch = [
+            f"put {sftp_quote(str(local))} {sftp_quote(remote + '.part')}"
+            for local, remote in copies
+        ]
         timeout = 120.0 + total / 2e6
         done = self.connection.sftp_batch(batch, timeout=timeout)
         error = done.error
@@ -199,8 +219,7 @@ class RemoteTree:
         self.connection.run("rm -f " + " ".join(quote(r + ".part") for _, r in copies))
         free = self.free_bytes()
         room = f"; {free} bytes free on that disk" if free is not None else ""
-        raise self._fail(f"copying {what} ({total} bytes) failed",
-                         f"{_sftp_words(error)}{room}")
+        raise self._fail(f"copying {what} ({total} bytes) failed", f"{_sftp_words(error)}{room}")
 
 
 def _field(line: str, index: int) -> str:

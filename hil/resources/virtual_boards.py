@@ -128,8 +128,12 @@ class HostRunnerBoard(ProcessBoard):
         try:
             tty.setraw(slave)  # no echo, no line editing: the link must carry bytes untouched
             path = os.ttyname(slave)
-            self._spawn([str(self.runner), "--stdio", *self.args],
-                        stdin=master, stdout=master, stderr=log_file)
+            self._spawn(
+                [str(self.runner), "--stdio", *self.args],
+                stdin=master,
+                stdout=master,
+                stderr=log_file,
+            )
         except BaseException:
             os.close(slave)
             raise
@@ -163,8 +167,22 @@ class QemuBoard(ProcessBoard):
     def command(self, qemu: str) -> list[str]:
         served = ["-semihosting-config", "enable=on,target=native"] if self.semihosting else []
         return [
-            qemu, "-M", "mps3-an547", "-m", "2G", "-nographic", "-icount", "shift=0",
-            *served, "-kernel", str(self.image), "-serial", "pty", "-monitor", "none", *self.args,
+            qemu,
+            "-M",
+            "mps3-an547",
+            "-m",
+            "2G",
+            "-nographic",
+            "-icount",
+            "shift=0",
+            *served,
+            "-kernel",
+            str(self.image),
+            "-serial",
+            "pty",
+            "-monitor",
+            "none",
+            *self.args,
         ]
 
     def start(self) -> str:

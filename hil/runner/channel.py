@@ -58,8 +58,13 @@ class Failed:
 class Channel:
     """One conversation with one runner. Not thread-safe; the caller orders its requests."""
 
-    def __init__(self, link: Link, name: str, policy: LinkPolicy,
-                 protocol: tuple[int, int] = m.PROTOCOL_VERSION) -> None:
+    def __init__(
+        self,
+        link: Link,
+        name: str,
+        policy: LinkPolicy,
+        protocol: tuple[int, int] = m.PROTOCOL_VERSION,
+    ) -> None:
         self.link = link
         self.name = name
         self.policy = policy
@@ -165,8 +170,7 @@ class Channel:
                 return frame.payload
             else:
                 raise ProtocolError(
-                    f"{self.name}: answered {m.name_of(kind)} with a {m.name_of(frame.type)} "
-                    "frame",
+                    f"{self.name}: answered {m.name_of(kind)} with a {m.name_of(frame.type)} frame",
                     fix=REFLASH,
                 )
 
@@ -215,15 +219,23 @@ class Channel:
         if error.code == m.ERR_BAD_INPUT:
             return CaseError(what, fix="the case's inputs do not match the exported model")
         if error.code == m.ERR_RUN_FAILED:
-            return RunRefused(what, fix="the runtime's reason is in the log lines (often a "
-                              "kernel that does not take this dtype or memory layout)",
-                              log_tail="\n".join(self.log_lines))
+            return RunRefused(
+                what,
+                fix="the runtime's reason is in the log lines (often a "
+                "kernel that does not take this dtype or memory layout)",
+                log_tail="\n".join(self.log_lines),
+            )
         if error.code == m.ERR_NO_MODEL:
-            return ProtocolError(what, fix="deploy the model first; a runner that reset "
-                                 "since the last deploy holds none")
+            return ProtocolError(
+                what,
+                fix="deploy the model first; a runner that reset since the last deploy holds none",
+            )
         if error.code == m.ERR_UNSUPPORTED:
-            return ProtocolError(what, fix="this runner build lacks the feature; rebuild it "
-                                 "with it enabled (see firmware/README.md)")
+            return ProtocolError(
+                what,
+                fix="this runner build lacks the feature; rebuild it "
+                "with it enabled (see firmware/README.md)",
+            )
         return ProtocolError(what, fix=REFLASH)
 
 
@@ -232,8 +244,10 @@ KERNEL_OPTIONS = {
     "cortex_m": "EXECUTORCH_BUILD_CORTEX_M=ON (the cortex_m CMSIS-NN kernels)",
     "quantized_decomposed": "EXECUTORCH_BUILD_KERNELS_QUANTIZED=ON (the quantized kernels)",
 }
-PORTABLE_OPTION = ("EXECUTORCH_SELECT_OPS_LIST (the selective build's operator list; or "
-                   "EXECUTORCH_SELECT_OPS_MODEL=<this .pte>)")
+PORTABLE_OPTION = (
+    "EXECUTORCH_SELECT_OPS_LIST (the selective build's operator list; or "
+    "EXECUTORCH_SELECT_OPS_MODEL=<this .pte>)"
+)
 
 
 def missing_operator(name: str, text: str) -> MissingKernel:

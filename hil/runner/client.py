@@ -67,8 +67,9 @@ class RunnerClient:
     def take_log(self) -> list[str]:
         return self.channel.take_log()
 
-    def request(self, kind: int, *parts: bytes | memoryview, reply_size: int = 0,
-                running: bool = False) -> bytes:
+    def request(
+        self, kind: int, *parts: bytes | memoryview, reply_size: int = 0, running: bool = False
+    ) -> bytes:
         return self.channel.request(kind, *parts, reply_size=reply_size, running=running)
 
     def _info(self) -> m.RunnerInfo:
@@ -153,8 +154,12 @@ class RunnerClient:
                 raise channel.gave_up("LOAD_CHUNK", failures)
             channel.stats.retransmits += 1
             chunk, clean = max(smallest, chunk // 2), 0
-            channel.log.warning("model transfer: %s; resending from byte %d in %d-byte chunks",
-                                failure.reason, acked, chunk)
+            channel.log.warning(
+                "model transfer: %s; resending from byte %d in %d-byte chunks",
+                failure.reason,
+                acked,
+                chunk,
+            )
             inflight.clear()  # their replies, if any come, carry seqs nobody waits for
             next_offset = acked
         return sent
@@ -177,11 +182,13 @@ class RunnerClient:
             if offset >= len(data):
                 return
 
-    def run(self, warmup: int, min_runs: int, max_runs: int, min_time_s: float,
-            max_time_s: float) -> m.RunTimes:
+    def run(
+        self, warmup: int, min_runs: int, max_runs: int, min_time_s: float, max_time_s: float
+    ) -> m.RunTimes:
         """Warm-up and timed runs, done on the runner in one request; per-run ticks back."""
-        request = struct.pack("<IIIIQQ", warmup, min_runs, max_runs, 0, int(min_time_s * 1e6),
-                              int(max_time_s * 1e6))
+        request = struct.pack(
+            "<IIIIQQ", warmup, min_runs, max_runs, 0, int(min_time_s * 1e6), int(max_time_s * 1e6)
+        )
         reply = self.request(m.RUN, request, reply_size=8 * max_runs, running=True)
         return m.RunTimes.parse(reply)
 
@@ -199,12 +206,14 @@ class RunnerClient:
                 raise ProtocolError(f"{self.name}: output {index} changed while read", fix=REFLASH)
             spec = piece_spec
             if reply.u64() != offset:
-                raise ProtocolError(f"{self.name}: output {index} came back out of order",
-                                    fix=REFLASH)
+                raise ProtocolError(
+                    f"{self.name}: output {index} came back out of order", fix=REFLASH
+                )
             piece = reply.rest()
             if not piece and offset < spec.nbytes:
-                raise ProtocolError(f"{self.name}: output {index} stopped at {offset} bytes",
-                                    fix=REFLASH)
+                raise ProtocolError(
+                    f"{self.name}: output {index} stopped at {offset} bytes", fix=REFLASH
+                )
             pieces.append(piece)
             offset += len(piece)
         return m.to_numpy(spec, b"".join(pieces))

@@ -38,9 +38,9 @@ from hil.errors import (
 from hil.runner import messages as m
 from hil.runner.client import LoadOutcome, RunnerClient
 from hil.runner.file_load import StaleModelFile, load_file
+from hil.runner.kernels import KernelList
 from hil.runner.pools import check_fits, pool_counters
 from hil.runner.pte_plan import read_plans
-from hil.sdk.kernels import KernelList
 from hil.settings.common import LinkPolicy
 from hil.transports import Link
 
@@ -158,8 +158,12 @@ class RunnerDriver:
     def describe(self) -> dict[str, str]:
         if self.info is None:
             return {}
-        return {"build_id": self.info.build_id, "platform": self.info.platform,
-                "executorch": self.info.runtime_version, "engine": self.info.engine_name}
+        return {
+            "build_id": self.info.build_id,
+            "platform": self.info.platform,
+            "executorch": self.info.runtime_version,
+            "engine": self.info.engine_name,
+        }
 
     # -- failures: the one place they are classified -------------------------------------------
 

@@ -194,10 +194,20 @@ class RunnerInfo:
             name = r.str8()
             pools[name] = r.u64()
         return cls(
-            protocol=(major, minor), max_payload=max_payload, clock_hz=clock_hz,
-            clock_kind=clock_kind, engine=engine, holds_model=bool(flags & 1),
-            debug_commands=bool(flags & 2), window=window, held_sha256=held, build_id=build_id,
-            runtime_version=version, platform=platform, engine_name=engine_name, pools=pools,
+            protocol=(major, minor),
+            max_payload=max_payload,
+            clock_hz=clock_hz,
+            clock_kind=clock_kind,
+            engine=engine,
+            holds_model=bool(flags & 1),
+            debug_commands=bool(flags & 2),
+            window=window,
+            held_sha256=held,
+            build_id=build_id,
+            runtime_version=version,
+            platform=platform,
+            engine_name=engine_name,
+            pools=pools,
             file_load=bool(flags & 4),
         )
 

@@ -128,8 +128,11 @@ def check_fits(target: str, pte: bytes, pools: Mapping[str, int]) -> PoolNeeds:
     short = shortfalls(needs, pools)
     if short:
         defines = needs.defines(headroom=0.25)
-        wanted = ", ".join(f"{k}: {v}" for k, v in defines.items()
-                           if any(k == f"HIL_POOL_{s.pool.upper()}_SIZE" for s in short))
+        wanted = ", ".join(
+            f"{k}: {v}"
+            for k, v in defines.items()
+            if any(k == f"HIL_POOL_{s.pool.upper()}_SIZE" for s in short)
+        )
         raise PoolsTooSmall(
             f"{target}: the model does not fit the runner's memory: "
             + "; ".join(s.describe() for s in short),

@@ -74,9 +74,11 @@ def selftest(client: RunnerClient, *, seed: int = 0, echo_budget: int = 32768) -
         info = client.hello()
         report.runner = f"{client.name} ({info.build_id}, {info.platform})"
         pools = ", ".join(f"{k} {v // 1024} KiB" for k, v in info.pools.items())
-        return (f"protocol {info.protocol[0]}.{info.protocol[1]}, engine {info.engine_name}, "
-                f"runtime {info.runtime_version}, clock {info.clock_hz} Hz, max frame "
-                f"{info.max_payload} B, pools: {pools}")
+        return (
+            f"protocol {info.protocol[0]}.{info.protocol[1]}, engine {info.engine_name}, "
+            f"runtime {info.runtime_version}, clock {info.clock_hz} Hz, max frame "
+            f"{info.max_payload} B, pools: {pools}"
+        )
 
     if not _step(report, "handshake", handshake):
         return report

@@ -32,7 +32,7 @@ class SdkBoard:
 
     @property
     def npu_arch(self) -> str | None:
-        """"u55", "u65" or "u85": the driver's device source and the delegate's define."""
+        """ "u55", "u65" or "u85": the driver's device source and the delegate's define."""
         return self.npu.split("-")[1] if self.npu else None
 
     def describe(self) -> str:
@@ -66,7 +66,11 @@ def command_line(trees: Mapping[str, str], board: SdkBoard, name: str | None = N
     if "cmsis_nn" in trees:
         words += ["--cmsis-nn", trees["cmsis_nn"]]
     if board.npu:
-        words += ["--ethos-u-driver", trees.get("ethos_u_driver", "<ethos-u-core-driver>"),
-                  "--cmsis", trees.get("cmsis", "<CMSIS>")]
+        words += [
+            "--ethos-u-driver",
+            trees.get("ethos_u_driver", "<ethos-u-core-driver>"),
+            "--cmsis",
+            trees.get("cmsis", "<CMSIS>"),
+        ]
     words += ["--board", name or board.name]
     return " ".join(w if w.startswith("<") else shlex.quote(w) for w in words)

@@ -28,9 +28,9 @@ from pathlib import Path
 from hil.errors import SdkBuildFailed, SdkSourceMissing
 from hil.locks import file_lock
 from hil.progress import Progress
-from hil.runner.firmware import CMAKE_FIX, CMAKE_MINIMUM
 from hil.sdk import kernels, sources
 from hil.sdk.boards import SdkBoard, command_line
+from hil.sdk.firmware import CMAKE_FIX, CMAKE_MINIMUM
 from hil.sdk.identity import tree_digest
 from hil.sdk.plan import SdkPlan, Step, Tools, find_flatc, has_ninja, make_plan
 from hil.sdk.store import KERNELS, LOG, RECORD, Sdk, default_sdk_dir, read_sdk
@@ -133,8 +133,13 @@ def build_sdk(plan: SdkPlan, progress: Progress, *, device: str | None = None,
                 log_path=str(log_file),
             )  # fmt: skip
         trees = {name: str(path) for name, path in plan.sources.trees().items()}
-        kernels.write_kernel_list(prefix / KERNELS, registered, plan.selection.max_kernel_num,
-                                  catalogue, command_line(trees, plan.board, device))
+        kernels.write_kernel_list(
+            prefix / KERNELS,
+            registered,
+            plan.selection.max_kernel_num,
+            catalogue,
+            command_line(trees, plan.board, device),
+        )
         _write_version(plan)
         record = _record(plan, device, seconds, time.monotonic() - started)
         (prefix / RECORD).write_text(json.dumps(record, indent=1))
@@ -218,8 +223,10 @@ def _ethos_sdk_folder(plan: SdkPlan) -> None:
 def _install_driver(plan: SdkPlan) -> None:
     library = next(plan.driver_build.rglob("libethosu_core_driver.a"), None)
     if library is None or plan.sources.ethos_u_driver is None:
-        raise SdkBuildFailed(f"the Ethos-U driver build in {plan.driver_build} made no "
-                             "libethosu_core_driver.a", log_path=str(plan.prefix / LOG))
+        raise SdkBuildFailed(
+            f"the Ethos-U driver build in {plan.driver_build} made no libethosu_core_driver.a",
+            log_path=str(plan.prefix / LOG),
+        )
     (plan.prefix / "lib").mkdir(exist_ok=True)
     shutil.copy2(library, plan.prefix / "lib" / library.name)
     include = plan.prefix / "include"

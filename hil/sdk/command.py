@@ -24,28 +24,58 @@ def add_parser(commands: Any) -> None:
         "runs, and build, install and record an SDK in .hil/sdk/ (HIL_SDK_DIR) that the "
         "board's runner links by itself. Nothing is downloaded.",
     )  # fmt: skip
-    build.add_argument("--executorch", type=Path, required=True, metavar="PATH",
-                       help="an ExecuTorch checkout with its submodules")
-    build.add_argument("--cmsis-nn", type=Path, metavar="PATH", help="a CMSIS-NN checkout "
-                       "(default: the one ExecuTorch's examples/arm/setup.sh checks out)")
-    build.add_argument("--ethos-u-driver", type=Path, metavar="PATH",
-                       help="ethos-u-core-driver, for a board with an NPU (default: setup.sh's)")
-    build.add_argument("--cmsis", type=Path, metavar="PATH",
-                       help="CMSIS (5 or 6) for the driver's core headers (default: setup.sh's)")
-    build.add_argument("--board", default="qemu-m55",
-                       help=f"{', '.join(BOARDS)} or a device name (default qemu-m55)")
-    build.add_argument("--ops-from", nargs="+", metavar="SUITE_OR_PTE",
-                       help="the programs whose kernels to register: .pte files, or test "
-                       "paths collected for the board's device (default: suites)")
-    build.add_argument("--full", action="store_true",
-                       help="with a suite: its cases tagged full too (--hil-full)")
-    build.add_argument("--jobs", type=int, default=None,
-                       help="parallel compile jobs (default: every core)")
+    build.add_argument(
+        "--executorch",
+        type=Path,
+        required=True,
+        metavar="PATH",
+        help="an ExecuTorch checkout with its submodules",
+    )
+    build.add_argument(
+        "--cmsis-nn",
+        type=Path,
+        metavar="PATH",
+        help="a CMSIS-NN checkout (default: the one ExecuTorch's examples/arm/setup.sh checks out)",
+    )
+    build.add_argument(
+        "--ethos-u-driver",
+        type=Path,
+        metavar="PATH",
+        help="ethos-u-core-driver, for a board with an NPU (default: setup.sh's)",
+    )
+    build.add_argument(
+        "--cmsis",
+        type=Path,
+        metavar="PATH",
+        help="CMSIS (5 or 6) for the driver's core headers (default: setup.sh's)",
+    )
+    build.add_argument(
+        "--board",
+        default="qemu-m55",
+        help=f"{', '.join(BOARDS)} or a device name (default qemu-m55)",
+    )
+    build.add_argument(
+        "--ops-from",
+        nargs="+",
+        metavar="SUITE_OR_PTE",
+        help="the programs whose kernels to register: .pte files, or test "
+        "paths collected for the board's device (default: suites)",
+    )
+    build.add_argument(
+        "--full", action="store_true", help="with a suite: its cases tagged full too (--hil-full)"
+    )
+    build.add_argument(
+        "--jobs", type=int, default=None, help="parallel compile jobs (default: every core)"
+    )
     build.add_argument("--force", action="store_true", help="build again even if built")
-    build.add_argument("--keep-build", action="store_true",
-                       help="keep the CMake build trees inside the SDK (for debugging)")
-    build.add_argument("--dry-run", action="store_true",
-                       help="check and plan, print the commands, build nothing")
+    build.add_argument(
+        "--keep-build",
+        action="store_true",
+        help="keep the CMake build trees inside the SDK (for debugging)",
+    )
+    build.add_argument(
+        "--dry-run", action="store_true", help="check and plan, print the commands, build nothing"
+    )
     build.set_defaults(run=run_build)
     listing = sdk_commands.add_parser("list", help="the SDKs built here")
     listing.set_defaults(run=run_list)
@@ -61,10 +91,9 @@ def resolve_board(name: str, registry: DeviceRegistry | None) -> tuple[SdkBoard,
     if registry is None or name not in registry:
         devices = ", ".join(s.name for s in registry) if registry is not None else "none"
         raise UsageError(
-            f"--board {name}: neither a board ({', '.join(BOARDS)}) nor a known device "
-            f"({devices})"
+            f"--board {name}: neither a board ({', '.join(BOARDS)}) nor a known device ({devices})"
         )
-    from hil.runner.firmware import firmware_config
+    from hil.sdk.firmware import firmware_config
 
     spec = registry.get(name)
     preset = firmware_config(spec).preset
@@ -103,11 +132,15 @@ def run_build(args: argparse.Namespace) -> int:
     programs = _programs(args, board.device if spec is None else spec.name)
     plan = build.plan_sdk(board, trees, programs, jobs=_jobs(args.jobs))
     selection = plan.selection
-    _say(f"{board.describe()}: {len(selection.portable)} portable operators from "
-         f"{len(programs)} programs, {selection.max_kernel_num} kernels in the registry")
+    _say(
+        f"{board.describe()}: {len(selection.portable)} portable operators from "
+        f"{len(programs)} programs, {selection.max_kernel_num} kernels in the registry"
+    )
     if selection.unavailable:
-        _say(f"no kernel in this ExecuTorch for {', '.join(selection.unavailable)}: programs "
-             "calling them get MISSING KERNEL on the board")
+        _say(
+            f"no kernel in this ExecuTorch for {', '.join(selection.unavailable)}: programs "
+            "calling them get MISSING KERNEL on the board"
+        )
     if args.dry_run:
         for step in plan.steps:
             print(f"# {step.stage}\n{' '.join(step.command)}")
@@ -117,8 +150,10 @@ def run_build(args: argparse.Namespace) -> int:
                            keep_build=args.keep_build)  # fmt: skip
     if not done.built_now:
         _say(f"already built: {done.sdk.prefix}")
-    _say(f"registers {', '.join(selection.portable)} (portable), the quantized, cortex_m and "
-         f"prim kernels: {len(selection.registered)} operators")
+    _say(
+        f"registers {', '.join(selection.portable)} (portable), the quantized, cortex_m and "
+        f"prim kernels: {len(selection.registered)} operators"
+    )
     _say(f"next: pytest suites --target={board.device}   (the runner finds this SDK itself)")
     print(done.sdk.prefix)
     return 0

@@ -28,7 +28,8 @@ from typing import Any
 
 import yaml
 
-from hil.errors import MissingKernel, SdkBuildFailed, SdkSourceMissing, UsageError
+from hil.errors import SdkBuildFailed, SdkSourceMissing, UsageError
+from hil.runner.kernels import KernelList
 from hil.runner.pte_plan import NotAProgram, read_plans
 
 PORTABLE_YAML = Path("kernels/portable/functions.yaml")
@@ -193,37 +194,6 @@ def write_kernel_list(path: Path, registrations: Mapping[str, list[str]], size: 
         "operators": operators, "by_library": dict(registrations), "max_kernel_num": size,
         "available": available, "rebuild": rebuild,
     }, indent=1))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class KernelList:
-    """An SDK's registered operators: what decides MISSING KERNEL on its board."""
-
-    operators: frozenset[str]
-    available: frozenset[str]  # every operator its ExecuTorch tree has a kernel for
-    rebuild: str  # `hil sdk build ...` of this SDK
-    path: Path
-
-    def missing_for(self, name: str, pte: Path, used: Iterable[str]) -> MissingKernel | None:
-        """The MissingKernel of a program calling `used` on this SDK's runner, or None."""
-        missing = sorted(set(used) - self.operators)
-        if not missing:
-            return None
-        selectable = [op for op in missing if op in self.available]
-        absent = [op for op in missing if op not in self.available]
-        said = []
-        if selectable:
-            said.append(f"{', '.join(selectable)} not selected when the SDK was built")
-        if absent:
-            said.append(f"{', '.join(absent)} in no kernel library of its ExecuTorch")
-        fix = (f"rebuild the SDK with this program's kernels: {self.rebuild} --ops-from "
-               f"suites {pte}" if selectable else "export the model without that operator, "
-               "or give ExecuTorch a kernel for it")  # fmt: skip
-        return MissingKernel(
-            f"{name}: the runner's ExecuTorch has no kernel for {', '.join(missing)} "
-            f"({'; '.join(said)}; {self.path})",
-            operator=missing[0], fix=fix,
-        )
 
 
 def read_kernel_list(path: Path) -> KernelList | None:

@@ -175,8 +175,10 @@ def make_plan(
         "trees": dict(sorted(digests.items())),
         "executorch_options": _abstract(et_options, places),
         "driver_options": _abstract(drv_options, places),
-        "kernels": {"portable": list(selection.portable),
-                    "max_kernel_num": selection.max_kernel_num},
+        "kernels": {
+            "portable": list(selection.portable),
+            "max_kernel_num": selection.max_kernel_num,
+        },
         "compiler": tools.compiler_version,
         "cmake": tools.cmake_version,
         "generator": "Ninja" if tools.ninja else "Unix Makefiles",

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from hil.bundled import firmware_dir
 from hil.errors import SdkSourceMissing, TargetUnavailable
-from hil.runner import firmware
-from hil.runner.firmware import CMAKE_FIX, CMAKE_MINIMUM
+from hil.sdk import firmware
 from hil.sdk.boards import SdkBoard
+from hil.sdk.firmware import CMAKE_FIX, CMAKE_MINIMUM
 
 SCRATCH = Path("examples/arm/arm-scratch/ethos-u/core_software")
 TOOLCHAIN_FILE = Path("examples/arm/ethos-u-setup/arm-none-eabi-gcc.cmake")
@@ -126,8 +126,7 @@ def check(sources: Sources, board: SdkBoard, cmake_version: tuple[int, int] | No
         lines = [f"  - {p.what}\n    fix: {p.fix}" for p in problems]
         raise SdkSourceMissing(
             f"cannot build an ExecuTorch SDK for {board.describe()}: "
-            f"{len(problems)} missing piece{'s' if len(problems) > 1 else ''}\n"
-            + "\n".join(lines),
+            f"{len(problems)} missing piece{'s' if len(problems) > 1 else ''}\n" + "\n".join(lines),
             fix="get each piece as its line says, then run the same `hil sdk build` again",
         )
 
@@ -147,8 +146,10 @@ def _executorch_problems(tree: Path) -> Iterable[Problem]:
     for sub in SUBMODULES:
         folder = tree / sub
         if not folder.is_dir() or not any(folder.iterdir()):
-            yield Problem(f"the submodule {sub} is empty ({folder}): ExecuTorch's CMake reads it",
-                          f"git -C {tree} submodule update --init {sub}")
+            yield Problem(
+                f"the submodule {sub} is empty ({folder}): ExecuTorch's CMake reads it",
+                f"git -C {tree} submodule update --init {sub}",
+            )
 
 
 def _cmsis_nn_problems(tree: Path, executorch: Path) -> Iterable[Problem]:
@@ -171,17 +172,23 @@ def _driver_problems(sources: Sources, board: SdkBoard) -> Iterable[Problem]:
              "ExecuTorch's examples/arm/setup.sh)")  # fmt: skip
     headers = sorted((driver / "include").glob("*.h"))
     if not headers or not (driver / "CMakeLists.txt").is_file():
-        yield Problem(f"no Ethos-U core driver at {driver} (include/ethosu_driver.h and "
-                      f"CMakeLists.txt): {board.name}'s {board.npu} needs it", clone)
+        yield Problem(
+            f"no Ethos-U core driver at {driver} (include/ethosu_driver.h and "
+            f"CMakeLists.txt): {board.name}'s {board.npu} needs it",
+            clone,
+        )
     else:
         declared = "\n".join(h.read_text(errors="replace") for h in headers)
         missing = [call for call in sorted(driver_calls(sources.executorch))
                    if not re.search(rf"\b{call}\s*\(", declared)]  # fmt: skip
         if missing:
-            yield Problem(f"the Ethos-U driver at {driver} is too old: its headers declare no "
-                          f"{', '.join(missing)} (called by ExecuTorch's delegate or hil's "
-                          "runner)", "update it to the release your ExecuTorch names "
-                          "(examples/arm/setup.sh), or pass a newer --ethos-u-driver")
+            yield Problem(
+                f"the Ethos-U driver at {driver} is too old: its headers declare no "
+                f"{', '.join(missing)} (called by ExecuTorch's delegate or hil's "
+                "runner)",
+                "update it to the release your ExecuTorch names "
+                "(examples/arm/setup.sh), or pass a newer --ethos-u-driver",
+            )
         family = "u85" if board.npu_arch == "u85" else "u55_u65"
         device = driver / "src" / f"ethosu_device_{family}.c"
         if not device.is_file():
@@ -225,24 +232,30 @@ def _compiler_problems(board: SdkBoard) -> Iterable[Problem]:
     )  # fmt: skip
     if probe.returncode != 0:
         said = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-        yield Problem(f"arm-none-eabi-gcc cannot compile for -mcpu={board.gcc_cpu} ({said})",
-                      "install an Arm GNU toolchain that knows the CPU (GCC 11+ for the M55)")
+        yield Problem(
+            f"arm-none-eabi-gcc cannot compile for -mcpu={board.gcc_cpu} ({said})",
+            "install an Arm GNU toolchain that knows the CPU (GCC 11+ for the M55)",
+        )
     for library in ("libc.a", "libstdc++.a"):
         found = subprocess.run(
             ["arm-none-eabi-gcc", f"-mcpu={board.gcc_cpu}", "-mthumb", "-mfloat-abi=hard",
              f"-print-file-name={library}"], capture_output=True, text=True, timeout=60,
         ).stdout.strip()  # fmt: skip
         if not Path(found).is_absolute():
-            yield Problem(f"arm-none-eabi-gcc has no {library} for {board.gcc_cpu} (newlib)",
-                          install)
+            yield Problem(
+                f"arm-none-eabi-gcc has no {library} for {board.gcc_cpu} (newlib)", install
+            )
 
 
 def _cmake_problems(version: tuple[int, int] | None) -> Iterable[Problem]:
     if version is None:
         yield Problem("cmake is not installed", CMAKE_FIX)
     elif version < CMAKE_MINIMUM:
-        yield Problem(f"cmake {version[0]}.{version[1]} is too old: ExecuTorch's install and "
-                      f"hil's runner need {CMAKE_MINIMUM[0]}.{CMAKE_MINIMUM[1]}", CMAKE_FIX)
+        yield Problem(
+            f"cmake {version[0]}.{version[1]} is too old: ExecuTorch's install and "
+            f"hil's runner need {CMAKE_MINIMUM[0]}.{CMAKE_MINIMUM[1]}",
+            CMAKE_FIX,
+        )
 
 
 def cmake_binary() -> tuple[str | None, tuple[int, int] | None]:

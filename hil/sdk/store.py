@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hil.runner.kernels import KernelList
 from hil.sdk.boards import SdkBoard, board_of_preset
-from hil.sdk.kernels import KernelList, read_kernel_list
+from hil.sdk.kernels import read_kernel_list
 
 RECORD = "sdk.json"
 KERNELS = "kernels.json"

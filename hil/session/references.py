@@ -133,9 +133,7 @@ class References:
             raise
         self.cache.note_source(source, key)
         if artifact.exported_now and artifact.export_seconds >= SLOW_EXPORT_S:
-            self._progress(
-                f"exported {name} with {recipe.name} in {artifact.export_seconds:.1f} s"
-            )
+            self._progress(f"exported {name} with {recipe.name} in {artifact.export_seconds:.1f} s")
         if artifact.rebuilt_because:
             log.warning("rebuilt %s [%s]: %s", name, recipe.name, artifact.rebuilt_because)
         return artifact

@@ -49,8 +49,11 @@ class Attempt:
     recovery: str = ""  # what was done after it (power-cycled, moved to another board)
 
     def to_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"attempt": self.number, "board": self.board,
-                                  "verdict": self.verdict}
+        record: dict[str, Any] = {
+            "attempt": self.number,
+            "board": self.board,
+            "verdict": self.verdict,
+        }
         for key in ("error_class", "failure", "recovery"):
             if getattr(self, key):
                 record[key] = getattr(self, key)
@@ -112,8 +115,16 @@ def check_with_retries(
             board = where or target
             recovery = e.recovery if isinstance(e, InfrastructureRecovered) else ""
             cause = e.__cause__ if recovery and isinstance(e.__cause__, HilError) else e
-            attempts.append(Attempt(len(attempts) + 1, board, error_verdict(e),
-                                    type(cause).__name__, _first_line(e), recovery))
+            attempts.append(
+                Attempt(
+                    len(attempts) + 1,
+                    board,
+                    error_verdict(e),
+                    type(cause).__name__,
+                    _first_line(e),
+                    recovery,
+                )
+            )
             lab_failed = isinstance(e, InfrastructureError) or (
                 isinstance(e, TargetUnavailable) and where is not None
             )
@@ -122,8 +133,14 @@ def check_with_retries(
             if not isinstance(e, InfrastructureRecovered):
                 pool.reinstate(target)
                 attempts[-1] = _with_recovery(attempts[-1], "the target is provisioned afresh")
-            log.warning("%s on %s: attempt %d on %s lost to %s; retrying", case.name, target,
-                        len(attempts), board, attempts[-1].error_class)
+            log.warning(
+                "%s on %s: attempt %d on %s lost to %s; retrying",
+                case.name,
+                target,
+                len(attempts),
+                board,
+                attempts[-1].error_class,
+            )
             continue
         board = where or pool.board_of(target) or target
         attempts.append(Attempt(len(attempts) + 1, board, result.verdict))

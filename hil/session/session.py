@@ -118,7 +118,10 @@ class Session:
         way a kernel bug would (fault-injection benches and tests: bench/mutants.py).
         """
         result, error, self.last_attempts = check_with_retries(
-            self.targets, case, target, recipe,
+            self.targets,
+            case,
+            target,
+            recipe,
             lambda: self._check_once(case, target, recipe, rewrite_outputs),
             self.retries,
         )
@@ -243,20 +246,29 @@ class Session:
         )
         result = judge(built, spec, RecipeFacts.of(recipe_obj), artifact, reference, seen, arrays)
         if rewrite is not None and not result.outputs_ok:
-            result = replace(result, explained="first divergent operator: not looked for, the "
-                             "outputs were rewritten after the run (fault injection)")
+            result = replace(
+                result,
+                explained="first divergent operator: not looked for, the "
+                "outputs were rewritten after the run (fault injection)",
+            )
         elif self.explain or not result.outputs_ok:
             result = self._explained(result, built, artifact, recipe_obj, spec, name)
         return result
 
-    def _explained(self, result: CheckResult, built: BuiltCase, artifact: Artifact,
-                   recipe: Recipe, spec: DeviceSpec, name: str) -> CheckResult:
+    def _explained(
+        self,
+        result: CheckResult,
+        built: BuiltCase,
+        artifact: Artifact,
+        recipe: Recipe,
+        spec: DeviceSpec,
+        name: str,
+    ) -> CheckResult:
         """The result with its first divergent operator, whose per-node errors are written
         where `hil explore` looks for them (<results>/node-errors/<case>--<target>--<recipe>)."""
         from hil.explain.dispatch import explain_check
 
-        self.progress(f"{built.case.name} on {spec.name}: looking for the first divergent "
-                      "operator")
+        self.progress(f"{built.case.name} on {spec.name}: looking for the first divergent operator")
         divergence, why = explain_check(built, artifact, recipe, spec,
                                         self.results_dir / "explain" / name,
                                         self.cache.root / "shared", result.log)  # fmt: skip

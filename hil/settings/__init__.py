@@ -24,8 +24,12 @@ def parse_settings(kind: TargetKind, section: Section, *, device: str, npu: str 
     """The connection section of a device of `kind`, typed."""
     if kind is TargetKind.HOST:
         return HostSettings.parse(section)
-    if kind in (TargetKind.ETHOS_U_REF, TargetKind.TOSA_REF, TargetKind.CORTEX_M_REF,
-                TargetKind.VGF_EMU):
+    if kind in (
+        TargetKind.ETHOS_U_REF,
+        TargetKind.TOSA_REF,
+        TargetKind.CORTEX_M_REF,
+        TargetKind.VGF_EMU,
+    ):
         return ReferenceSettings.parse(section)
     if kind is TargetKind.SERIAL:
         return SerialSettings.parse(section)

@@ -82,7 +82,8 @@ class LabSettings:
         token = _env(raw.data.get("token"))
         prio = raw.get("prio", (int, float), 0.0, "a number")
         return cls(
-            coordinator=_env(raw.data.get("coordinator")) or os.environ.get("LG_COORDINATOR")
+            coordinator=_env(raw.data.get("coordinator"))
+            or os.environ.get("LG_COORDINATOR")
             or DEFAULT_COORDINATOR,
             filters=MappingProxyType(filters),
             tokens=tuple(t.strip() for t in (token or "").split(",") if t.strip()),

@@ -1,19 +1,19 @@
 """The `connection` of a serial device: a board on a UART, or a local stand-in for one.
 
-    port: /dev/ttyACM0        a device node, a pty, socket://HOST:PORT, rfc2217://HOST:PORT,
-                              telnet://HOST:PORT (ser2net's telnet port, as labgrid exports it)
-    virtual: host-runner      or qemu-mps3-an547: a local stand-in instead of a port
-    baudrate: 115200
-    firmware: host            preset in firmware/CMakePresets.json, or {preset, defines}
-    flash: {command: [pyocd, flash, "{image}"]}   or {labgrid: {config, target, driver}}
-    reset_command: [...]      how to reset a real board after flashing
-    runner_args: [...]        extra arguments for a virtual board's runner
-    reply_timeout_s, bytes_per_s, run_timeout_s, retries    waits and repeats
-    model_load: auto          link (LOAD chunks over the line), file (LOAD_FILE: the runner
-                              reads this machine's file, through semihosting on bare metal),
-                              auto (file when the runner offers it and is QEMU here; else link)
-    semihosting: true         QEMU: serve semihosting (false: as a board without a debugger)
-    labgrid: {...}            lease the board from a labgrid lab (hil/settings/lab.py)
+port: /dev/ttyACM0        a device node, a pty, socket://HOST:PORT, rfc2217://HOST:PORT,
+                          telnet://HOST:PORT (ser2net's telnet port, as labgrid exports it)
+virtual: host-runner      or qemu-mps3-an547: a local stand-in instead of a port
+baudrate: 115200
+firmware: host            preset in firmware/CMakePresets.json, or {preset, defines}
+flash: {command: [pyocd, flash, "{image}"]}   or {labgrid: {config, target, driver}}
+reset_command: [...]      how to reset a real board after flashing
+runner_args: [...]        extra arguments for a virtual board's runner
+reply_timeout_s, bytes_per_s, run_timeout_s, retries    waits and repeats
+model_load: auto          link (LOAD chunks over the line), file (LOAD_FILE: the runner
+                          reads this machine's file, through semihosting on bare metal),
+                          auto (file when the runner offers it and is QEMU here; else link)
+semihosting: true         QEMU: serve semihosting (false: as a board without a debugger)
+labgrid: {...}            lease the board from a labgrid lab (hil/settings/lab.py)
 """
 
 from __future__ import annotations
@@ -66,8 +66,13 @@ class SerialSettings:
         virtual = section.choice("virtual", tuple(VirtualBoard), None)
         port = section.text("port")
         if labgrid is None and (port is None) == (virtual is None):
-            section.fail(section.path, "exactly one of port (a device node or URL), virtual ("
-                         + ", ".join(VirtualBoard) + ") or labgrid", dict(section.data))
+            section.fail(
+                section.path,
+                "exactly one of port (a device node or URL), virtual ("
+                + ", ".join(VirtualBoard)
+                + ") or labgrid",
+                dict(section.data),
+            )
         return cls(
             port=port,
             virtual=VirtualBoard(virtual) if virtual else None,

@@ -1,19 +1,19 @@
 """The `connection` of an ssh device (a Raspberry Pi 5), checked once at the boundary.
 
-    host: $HIL_PI5_HOST          # $VARS and ~ are expanded when the target starts; unset ->
-    port: 22                     #   the target is unavailable, with the fix
-    user: pi
-    identity: ~/.ssh/id_ed25519  # a private key file (passphrase: load it into ssh-agent)
-    known_hosts: ~/.ssh/known_hosts  # the device's host key must already be here
-    remote_dir: .hil             # on the device, relative to the login's home
-    cpus: "1-3"                  # taskset -c: the cores the runner is pinned to
-    runner_prefix: []            # e.g. [qemu-aarch64, -cpu, cortex-a76]: how to launch it
-    runner_args: []              # e.g. [--pool, model=2G]
-    ssh_options: []              # extra `ssh -o` options, e.g. [ProxyJump=gateway]
-    virtual: emulated-pi         # instead of host/user/...: a throwaway sshd here
-    firmware: linux-aarch64
-    reply_timeout_s / bytes_per_s / run_timeout_s / retries: as for serial devices
-    labgrid: {...}               # the place's NetworkService gives host, port and user
+host: $HIL_PI5_HOST          # $VARS and ~ are expanded when the target starts; unset ->
+port: 22                     #   the target is unavailable, with the fix
+user: pi
+identity: ~/.ssh/id_ed25519  # a private key file (passphrase: load it into ssh-agent)
+known_hosts: ~/.ssh/known_hosts  # the device's host key must already be here
+remote_dir: .hil             # on the device, relative to the login's home
+cpus: "1-3"                  # taskset -c: the cores the runner is pinned to
+runner_prefix: []            # e.g. [qemu-aarch64, -cpu, cortex-a76]: how to launch it
+runner_args: []              # e.g. [--pool, model=2G]
+ssh_options: []              # extra `ssh -o` options, e.g. [ProxyJump=gateway]
+virtual: emulated-pi         # instead of host/user/...: a throwaway sshd here
+firmware: linux-aarch64
+reply_timeout_s / bytes_per_s / run_timeout_s / retries: as for serial devices
+labgrid: {...}               # the place's NetworkService gives host, port and user
 """
 
 from __future__ import annotations
@@ -60,8 +60,11 @@ class SshSettings:
         if labgrid is None and virtual is None:
             for key in LOGIN:
                 if not section.has(key):
-                    section.missing(key, "a string (an ssh device needs host, user, identity "
-                                    "and known_hosts, or virtual: emulated-pi, or labgrid)")
+                    section.missing(
+                        key,
+                        "a string (an ssh device needs host, user, identity "
+                        "and known_hosts, or virtual: emulated-pi, or labgrid)",
+                    )
         return cls(
             host=section.text("host"),
             port=int(section.positive("port", 22, integer=True)),

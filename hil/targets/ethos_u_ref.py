@@ -115,4 +115,3 @@ def _estimate_text(counters: Mapping[str, float]) -> str:
         f"{counters['total_cycles']:.0f} total cycles, {counters['est_time_us']:.1f} us "
         f"at {counters['clock_hz'] / 1e6:.0f} MHz (estimated)"
     )
-

@@ -35,10 +35,10 @@ from hil.fvp.config import fvp_config, runner_firmware
 from hil.fvp.process import FvpProcess
 from hil.resources.fvp import FvpSite
 from hil.resources.logs import board_log_dir
-from hil.runner import firmware
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.driver import RunnerDriver, RunnerRun, local_files
+from hil.sdk import firmware
 from hil.settings.fvp import Engine, FvpSettings
 from hil.settings.serial import ModelLoad
 from hil.targets.base import Deployment, RunResult, Target
@@ -166,8 +166,12 @@ class FvpTarget(Target):
         driver: RunnerDriver | None = getattr(self, "_driver", None)
         if driver is not None and driver.info is not None:
             info = driver.info
-            facts.update(build_id=info.build_id, engine=info.engine_name,
-                         executorch=info.runtime_version, runner_platform=info.platform)
+            facts.update(
+                build_id=info.build_id,
+                engine=info.engine_name,
+                executorch=info.runtime_version,
+                runner_platform=info.platform,
+            )
         return facts
 
     # -- deploy and run ----------------------------------------------------------------------

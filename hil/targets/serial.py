@@ -20,11 +20,11 @@ from hil.devices import DeviceSpec, TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
 from hil.resources.boards import Board, PortBoard, make_board
 from hil.resources.flashing import make_flasher
-from hil.runner import firmware
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.driver import Files, RunnerDriver, local_files
-from hil.sdk.kernels import KernelList
+from hil.runner.kernels import KernelList
+from hil.sdk import firmware
 from hil.settings.serial import ModelLoad, SerialSettings, VirtualBoard
 from hil.targets.base import Deployment, RunResult, Target
 from hil.transports import Link

@@ -38,11 +38,11 @@ from hil.errors import (
 from hil.resources.emulated_pi import EmulatedPi
 from hil.resources.logs import board_log_dir, tail
 from hil.resources.ssh_remote import RemoteFacts, RemoteTree
-from hil.runner import firmware
 from hil.runner import messages as m
-from hil.runner.aarch64_sdk import RunnerBundle, runner_bundle
 from hil.runner.client import RunnerClient
 from hil.runner.driver import Files, RunnerDriver
+from hil.sdk import firmware
+from hil.sdk.aarch64 import RunnerBundle, runner_bundle
 from hil.settings.ssh import SshSettings
 from hil.targets.base import Deployment, RunResult, Target
 from hil.transports.ssh import SshConnection, SshEndpoint, quote
@@ -89,8 +89,9 @@ class RemoteRunner:
         if self.connection.alive():
             return None
         host = self.connection.endpoint.host
-        return ConnectionLost(f"{self.name}: lost the SSH connection to {host} while {doing}: "
-                              f"{error.message}")
+        return ConnectionLost(
+            f"{self.name}: lost the SSH connection to {host} while {doing}: {error.message}"
+        )
 
 
 def ssh_settings(spec: DeviceSpec) -> SshSettings:
@@ -126,8 +127,10 @@ class SshTarget(Target):
         self._bundle, self._build_id = runner_bundle(built.binary), built.build_id
         emulator = self._settings.runner_prefix[:1]
         if self._emulator is not None and emulator and shutil.which(emulator[0]) is None:
-            raise TargetUnavailable(f"{self.spec.name}: {emulator[0]} is not installed",
-                                    fix="apt-get install qemu-user (make setup does it)")
+            raise TargetUnavailable(
+                f"{self.spec.name}: {emulator[0]} is not installed",
+                fix="apt-get install qemu-user (make setup does it)",
+            )
         if self._emulator is not None:
             self._endpoint = self._emulator.start()
         self._open()

@@ -105,13 +105,16 @@ class VgfRunner(TosaRunner):
     def call(self, delegate: str, outputs: list[TensorSpec], inputs: Sequence[torch.Tensor]
              ) -> list[torch.Tensor]:  # fmt: skip
         if delegate not in self.program.scenarios:
-            raise DeployError(f"the program calls VGF delegate {delegate!r}, which this "
-                              "deployment lacks", fix="delete the artifact's cache entry")
+            raise DeployError(
+                f"the program calls VGF delegate {delegate!r}, which this deployment lacks",
+                fix="delete the artifact's cache entry",
+            )
         key, scenario = self.program.scenarios[delegate]
         arrays = [to_tosa_layout(t) for t in inputs]
         _check_inputs(delegate, scenario, arrays)
-        given = [a.astype(s.dtype, copy=False)
-                 for a, s in zip(arrays, scenario.inputs, strict=True)]
+        given = [
+            a.astype(s.dtype, copy=False) for a, s in zip(arrays, scenario.inputs, strict=True)
+        ]
         results = self.worker.request(f"running VGF delegate {delegate}", "run", key, given)
         if len(results) != len(outputs):
             raise TargetCrash(f"VGF delegate {delegate!r} returned {len(results)} outputs, "
@@ -198,8 +201,11 @@ class VgfEmuTarget(TosaRefTarget):
         """A VGF lowering's artifact (none of its operators may have been delegated: a lone
         reshape stays on the CPU, and the program then runs there alone)."""
         if artifact.recipe not in self.recipe_names:
-            raise DeployError(f"{artifact.pte_path} was exported by recipe {artifact.recipe!r}, "
-                              "not by a VGF recipe", fix="export with the vgf or vgf-fp recipe")
+            raise DeployError(
+                f"{artifact.pte_path} was exported by recipe {artifact.recipe!r}, "
+                "not by a VGF recipe",
+                fix="export with the vgf or vgf-fp recipe",
+            )
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         worker = self._running_worker()

@@ -32,7 +32,9 @@ class SerialLink:
 
         try:
             self._port = serial.serial_for_url(
-                self.url, baudrate=self.baudrate, timeout=POLL_S,
+                self.url,
+                baudrate=self.baudrate,
+                timeout=POLL_S,
                 write_timeout=self.write_timeout_s,
             )
         except (serial.SerialException, OSError, ValueError) as e:
@@ -49,8 +51,9 @@ class SerialLink:
             self._port.timeout = 0
         except (AttributeError, OSError, ValueError, serial.SerialException):
             self._fd = None
-        self.log.debug("opened at %d baud (%s)", self.baudrate,
-                       "select" if self._fd is not None else "polled")
+        self.log.debug(
+            "opened at %d baud (%s)", self.baudrate, "select" if self._fd is not None else "polled"
+        )
         return self
 
     def _require(self) -> Any:

@@ -29,15 +29,22 @@ from hil.errors import HilError, TargetUnavailable, TransportError
 from hil.processes import stop_process
 
 CONNECT_TIMEOUT_S = 15.0
-VERIFY = ("compare it with the key on the device itself (on its console: "
-          "`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`)")
-UNKNOWN_FIX = (VERIFY + "; if they match, add it: `ssh-keyscan -p {port} {host} >> {known_hosts}` "
-               "(and check the fingerprint of what was added). hil never trusts a key that is "
-               "not already in that file")
-CHANGED_FIX = ("do not connect until you know why it changed. If the device was re-imaged, "
-               + VERIFY + "; if they match, drop the old line with `ssh-keygen -R '{pattern}' "
-               "-f {known_hosts}` and add the new one with `ssh-keyscan -p {port} {host} >> "
-               "{known_hosts}`")
+VERIFY = (
+    "compare it with the key on the device itself (on its console: "
+    "`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`)"
+)
+UNKNOWN_FIX = (
+    VERIFY + "; if they match, add it: `ssh-keyscan -p {port} {host} >> {known_hosts}` "
+    "(and check the fingerprint of what was added). hil never trusts a key that is "
+    "not already in that file"
+)
+CHANGED_FIX = (
+    "do not connect until you know why it changed. If the device was re-imaged, "
+    + VERIFY
+    + "; if they match, drop the old line with `ssh-keygen -R '{pattern}' "
+    "-f {known_hosts}` and add the new one with `ssh-keyscan -p {port} {host} >> "
+    "{known_hosts}`"
+)
 
 
 class HostKeyRefused(TransportError):
@@ -92,26 +99,45 @@ class SshConnection:
     def _options(self) -> list[str]:
         e = self.endpoint
         options = [
-            "-F", "/dev/null",  # the device file is the whole truth: no ~/.ssh/config
-            "-i", str(e.identity),
-            "-o", "IdentitiesOnly=yes",
-            "-o", "BatchMode=yes",
-            "-o", "StrictHostKeyChecking=yes",
-            "-o", f"UserKnownHostsFile={e.known_hosts}",
-            "-o", "GlobalKnownHostsFile=/dev/null",
-            "-o", f"ConnectTimeout={int(CONNECT_TIMEOUT_S)}",
-            "-o", "ServerAliveInterval=5",
-            "-o", "ServerAliveCountMax=3",
-            "-o", f"Port={e.port}",
-            "-o", f"User={e.user}",
+            "-F",
+            "/dev/null",  # the device file is the whole truth: no ~/.ssh/config
+            "-i",
+            str(e.identity),
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={e.known_hosts}",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-o",
+            f"ConnectTimeout={int(CONNECT_TIMEOUT_S)}",
+            "-o",
+            "ServerAliveInterval=5",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-o",
+            f"Port={e.port}",
+            "-o",
+            f"User={e.user}",
         ]
         for option in e.options:
             options += ["-o", option]
         return options
 
     def _client_options(self) -> list[str]:
-        return [*self._options(), "-o", f"ControlPath={self.control_path}",
-                "-o", "ControlMaster=no", "-o", "LogLevel=ERROR"]
+        return [
+            *self._options(),
+            "-o",
+            f"ControlPath={self.control_path}",
+            "-o",
+            "ControlMaster=no",
+            "-o",
+            "LogLevel=ERROR",
+        ]
 
     def ssh_command(self, remote: str) -> list[str]:
         """The argv that runs `remote` (a shell command line) over the master connection."""
@@ -129,12 +155,25 @@ class SshConnection:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{self.name}.ssh.log"
         self._control_dir = tempfile.mkdtemp(prefix="hil-ssh-")
-        argv = ["ssh", "-M", "-N", "-v", *self._options(), "-o", f"ControlPath={self.control_path}",
-                "-o", "ControlPersist=no", self.endpoint.host]
+        argv = [
+            "ssh",
+            "-M",
+            "-N",
+            "-v",
+            *self._options(),
+            "-o",
+            f"ControlPath={self.control_path}",
+            "-o",
+            "ControlPersist=no",
+            self.endpoint.host,
+        ]
         with log_path.open("wb") as log_file:
             try:
                 self._master = subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=log_file,
                     start_new_session=True,
                 )
             except OSError as e:
@@ -160,13 +199,23 @@ class SshConnection:
             )
         found = re.search(r"Server host key: (\S+) (\S+)", log_path.read_text(errors="replace"))
         self.host_key_fingerprint = found.group(2) if found else None
-        self.log.info("connected to %s (host key %s)", self.endpoint.address,
-                      self.host_key_fingerprint)
+        self.log.info(
+            "connected to %s (host key %s)", self.endpoint.address, self.host_key_fingerprint
+        )
 
     def _check(self) -> bool:
         done = subprocess.run(
-            ["ssh", *self._options(), "-o", f"ControlPath={self.control_path}", "-O", "check",
-             self.endpoint.host], capture_output=True, timeout=10,
+            [
+                "ssh",
+                *self._options(),
+                "-o",
+                f"ControlPath={self.control_path}",
+                "-O",
+                "check",
+                self.endpoint.host,
+            ],
+            capture_output=True,
+            timeout=10,
         )
         return done.returncode == 0
 
@@ -196,19 +245,26 @@ class SshConnection:
         offered = re.search(r"Server host key: (\S+) (\S+)", text)
         fingerprint = offered.group(2) if offered else None
         key_type = offered.group(1) if offered else "host"
-        facts = {"known_hosts": e.known_hosts, "pattern": e.known_hosts_pattern,
-                 "port": e.port, "host": e.host}
+        facts = {
+            "known_hosts": e.known_hosts,
+            "pattern": e.known_hosts_pattern,
+            "port": e.port,
+            "host": e.host,
+        }
         if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
             return HostKeyRefused(
                 f"{self.name}: refused {e.host}:{e.port}: its {key_type} key {fingerprint} is not "
                 f"the one {e.known_hosts} holds for it (the key CHANGED: a re-imaged device, or "
-                "someone in between)", fix=CHANGED_FIX.format(**facts), fingerprint=fingerprint,
+                "someone in between)",
+                fix=CHANGED_FIX.format(**facts),
+                fingerprint=fingerprint,
             )
         if "host key is known for" in text or "Host key verification failed" in text:
             return HostKeyRefused(
                 f"{self.name}: refused {e.host}:{e.port}: its {key_type} key {fingerprint} is "
                 f"not in {e.known_hosts} (an UNKNOWN host key is never trusted silently)",
-                fix=UNKNOWN_FIX.format(**facts), fingerprint=fingerprint,
+                fix=UNKNOWN_FIX.format(**facts),
+                fingerprint=fingerprint,
             )
         if "Permission denied" in text:
             return TargetUnavailable(
@@ -224,17 +280,23 @@ class SshConnection:
 
     # -- commands -----------------------------------------------------------------------------
 
-    def run(self, remote: str, *, timeout: float = 60.0, stdin: bytes | None = None
-            ) -> subprocess.CompletedProcess[bytes]:
+    def run(
+        self, remote: str, *, timeout: float = 60.0, stdin: bytes | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
         """Run a shell command line on the device; the result whatever its exit status, or
         TransportError when the connection is gone (ssh's status 255 and no master)."""
         try:
             if stdin is None:
-                done = subprocess.run(self.ssh_command(remote), stdin=subprocess.DEVNULL,
-                                      capture_output=True, timeout=timeout)
+                done = subprocess.run(
+                    self.ssh_command(remote),
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=timeout,
+                )
             else:
-                done = subprocess.run(self.ssh_command(remote), input=stdin,
-                                      capture_output=True, timeout=timeout)
+                done = subprocess.run(
+                    self.ssh_command(remote), input=stdin, capture_output=True, timeout=timeout
+                )
         except subprocess.TimeoutExpired as e:
             raise TransportError(
                 f"{self.name}: `{remote[:80]}` on {self.endpoint.host} took over {timeout:.0f} s"
@@ -251,23 +313,35 @@ class SshConnection:
 
     def spawn(self, remote: str, stderr: int | object) -> subprocess.Popen[bytes]:
         """Start a long-running remote command with its stdin/stdout as pipes here."""
-        return subprocess.Popen(self.ssh_command(remote), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=stderr, bufsize=0,  # type: ignore[arg-type]
-                                start_new_session=True)
+        return subprocess.Popen(
+            self.ssh_command(remote),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,  # type: ignore[arg-type]
+            bufsize=0,
+            start_new_session=True,
+        )
 
     def sftp_batch(self, commands: Sequence[str], *, timeout: float) -> SftpResult:
         """Run sftp batch commands (a leading `-` lets one fail without stopping the rest)."""
         script = "\n".join(commands) + "\n"
         try:
-            done = subprocess.run(self.sftp_command("-b", "-", "-R", "128", "-B", "131072"),
-                                  input=script.encode(), capture_output=True, timeout=timeout)
+            done = subprocess.run(
+                self.sftp_command("-b", "-", "-R", "128", "-B", "131072"),
+                input=script.encode(),
+                capture_output=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired as e:
             raise TransportError(
                 f"{self.name}: an SFTP transfer to {self.endpoint.host} took over {timeout:.0f} s"
             ) from e
         self._require_alive(done.returncode)
-        return SftpResult(done.returncode == 0, done.stdout.decode(errors="replace"),
-                          done.stderr.decode(errors="replace").strip())
+        return SftpResult(
+            done.returncode == 0,
+            done.stdout.decode(errors="replace"),
+            done.stderr.decode(errors="replace").strip(),
+        )
 
 
 @dataclass(frozen=True)
@@ -275,6 +349,7 @@ class SftpResult:
     ok: bool
     out: str
     error: str
+
 
 def quote(text: str) -> str:
     return shlex.quote(text)

@@ -19,8 +19,9 @@ from hil.processes import stop_process
 class ProcessLink:
     """Writes to a process's stdin, reads its stdout; closing ends its input (EOF)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], name: str,
-                 write_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], name: str, write_timeout_s: float = 30.0
+    ) -> None:
         if process.stdin is None or process.stdout is None:
             raise ValueError("the process needs stdin and stdout pipes")
         self.name = name
@@ -61,8 +62,10 @@ class ProcessLink:
         except OSError as e:
             raise TransportError(f"{self.name}: read failed: {e}") from e
         if not data:
-            raise TransportError(f"{self.name}: the stream ended (the remote command exited or "
-                                 "the connection was lost)")
+            raise TransportError(
+                f"{self.name}: the stream ended (the remote command exited or "
+                "the connection was lost)"
+            )
         return data
 
     def close(self) -> None:

@@ -165,8 +165,11 @@ def latency_check(
         [Limit("vs_eager", "<=", budget.limit)],
         reference="eager PyTorch on this machine",
         basis=f"{budget.source}: best-of-{stats.runs} target time over best eager time"
-        + (f" (best of {windows} target windows: the first was over the limit)"
-           if windows > 1 else ""),
+        + (
+            f" (best of {windows} target windows: the first was over the limit)"
+            if windows > 1
+            else ""
+        ),
     )
 
 

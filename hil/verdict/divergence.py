@@ -49,8 +49,10 @@ class Divergence:
     def message(self) -> str:
         first = self.first
         if first is None:
-            return (f"no operator left its tolerance against {self.reference} "
-                    f"({len(self.nodes)} compared)")
+            return (
+                f"no operator left its tolerance against {self.reference} "
+                f"({len(self.nodes)} compared)"
+            )
         return f"first divergent operator: {first.describe()}, against {self.reference}"
 
     def to_node_errors(self, pte_sha256: str) -> dict[str, Any]:

@@ -116,8 +116,9 @@ def judge(
     target = (
         [not_judged(Question.TARGET, "outputs", unjudged)]
         if unjudged
-        else outputs.target_checks(reference.outputs, seen.outputs, facts, rules,
-                                   reference.bf16_outputs)
+        else outputs.target_checks(
+            reference.outputs, seen.outputs, facts, rules, reference.bf16_outputs
+        )
     )
     quantization = (
         [not_judged(Question.QUANTIZATION, "outputs", reference.unavailable)]

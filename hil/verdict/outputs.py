@@ -79,7 +79,10 @@ def _is_float(array: Array) -> bool:
 
 
 def target_checks(
-    eager: Sequence[Array], outputs: Sequence[Array], facts: ProgramFacts, rules: CaseRules,
+    eager: Sequence[Array],
+    outputs: Sequence[Array],
+    facts: ProgramFacts,
+    rules: CaseRules,
     bf16_outputs: frozenset[int] = frozenset(),
 ) -> list[Check]:
     """Is the target right? One check per output (plus labelled accuracy for float programs).

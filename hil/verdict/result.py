@@ -135,9 +135,15 @@ class CheckResult:
                     lines.append(f"    limits: {check.basis}")
             if question is Question.TARGET and (self.divergence or self.explained):
                 unplaced = self.divergence is not None and self.divergence.first is None
-                lines.append(f"  {self.first_divergent()}" + (
-                    ": the outputs' difference is the sum of small ones, or lies outside the "
-                    "compared operators" if unplaced else ""))
+                lines.append(
+                    f"  {self.first_divergent()}"
+                    + (
+                        ": the outputs' difference is the sum of small ones, or lies outside the "
+                        "compared operators"
+                        if unplaced
+                        else ""
+                    )
+                )
             if question in (Question.TARGET, Question.QUANTIZATION):
                 lines.append(
                     f"  full arrays (inputs, eager, quantized model, target): {self.arrays_path}"
@@ -180,43 +186,45 @@ class CheckResult:
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-able summary (what the terminal table, reports and xdist workers exchange)."""
-        record: dict[str, Any] = plain({
-            "version": RECORD_VERSION,
-            "case": self.case,
-            "target": self.target,
-            "recipe": self.recipe,
-            "numerics": self.numerics,
-            "verdict": self.verdict,
-            "checks": [c.to_record() for c in self.checks],
-            "not_judged": [c.describe() for c in self.unjudged],
-            "failure": self.failure_message() or self.not_judged_message(),
-            "metrics": _finite(self.metrics.__dict__) if self.metrics else None,
-            "quantized_agreement": self._agreement(),
-            "latency": dict(self.latency.__dict__) if self.latency else None,
-            "eager_latency": dict(self.eager_latency.__dict__) if self.eager_latency else None,
-            "budget": self._budget_record(),
-            "budget_breaches": [c.describe() for c in self.of(Question.BUDGET) if c.failed],
-            "counters": dict(self.counters),
-            "artifact": {
-                "sha256": self.artifact.sha256,
-                "size": self.artifact.size,
-                "path": str(self.artifact.pte_path),
-                "exported_now": self.artifact.exported_now,
-                "export_seconds": self.artifact.export_seconds,
-                "rebuilt_because": self.artifact.rebuilt_because,
-                "details": dict(self.artifact.details),
-            },
-            "arrays": str(self.arrays_path),
-            "deploy_bytes": self.deploy_bytes,
-            "target_info": dict(self.target_info),
-            "partition": dict(self.partition) if self.partition else None,
-            "partition_problems": [
-                c.cause for c in self.of(Question.PARTITION) if c.failed and c.cause
-            ],
-            "margin": json_number(self.margin()),
-            "first_divergent": self.first_divergent(),
-            "explore": self.explore_command(),
-        })
+        record: dict[str, Any] = plain(
+            {
+                "version": RECORD_VERSION,
+                "case": self.case,
+                "target": self.target,
+                "recipe": self.recipe,
+                "numerics": self.numerics,
+                "verdict": self.verdict,
+                "checks": [c.to_record() for c in self.checks],
+                "not_judged": [c.describe() for c in self.unjudged],
+                "failure": self.failure_message() or self.not_judged_message(),
+                "metrics": _finite(self.metrics.__dict__) if self.metrics else None,
+                "quantized_agreement": self._agreement(),
+                "latency": dict(self.latency.__dict__) if self.latency else None,
+                "eager_latency": dict(self.eager_latency.__dict__) if self.eager_latency else None,
+                "budget": self._budget_record(),
+                "budget_breaches": [c.describe() for c in self.of(Question.BUDGET) if c.failed],
+                "counters": dict(self.counters),
+                "artifact": {
+                    "sha256": self.artifact.sha256,
+                    "size": self.artifact.size,
+                    "path": str(self.artifact.pte_path),
+                    "exported_now": self.artifact.exported_now,
+                    "export_seconds": self.artifact.export_seconds,
+                    "rebuilt_because": self.artifact.rebuilt_because,
+                    "details": dict(self.artifact.details),
+                },
+                "arrays": str(self.arrays_path),
+                "deploy_bytes": self.deploy_bytes,
+                "target_info": dict(self.target_info),
+                "partition": dict(self.partition) if self.partition else None,
+                "partition_problems": [
+                    c.cause for c in self.of(Question.PARTITION) if c.failed and c.cause
+                ],
+                "margin": json_number(self.margin()),
+                "first_divergent": self.first_divergent(),
+                "explore": self.explore_command(),
+            }
+        )
         return record
 
     def _budget_record(self) -> dict[str, Any] | None:

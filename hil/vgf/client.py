@@ -158,8 +158,7 @@ class VgfWorker:
         if reports:
             more = f" (and {len(reports) - 1} more)" if len(reports) > 1 else ""
             raise TargetCrash(
-                f"{what}: the Vulkan validation layer reported an error{more}: "
-                f"{reports[0][:1500]}",
+                f"{what}: the Vulkan validation layer reported an error{more}: {reports[0][:1500]}",
                 fix="invalid Vulkan use can make any result wrong: the scenario runner, the ML "
                 f"emulation layer or the driver misused the API; all reports: {self.reports.log}",
             )

@@ -91,7 +91,8 @@ def scenario_runner_module() -> Path:
     if spec is None or spec.origin is None:
         raise TargetUnavailable(
             "the ML SDK scenario runner's Python module (scenario_runner_py) is not installed",
-            fix=ML_SDK_FIX)
+            fix=ML_SDK_FIX,
+        )
     return Path(spec.origin)
 
 

@@ -54,8 +54,9 @@ def _session(devices: DeviceRegistry, tmp_path: Path, **options: bool) -> Sessio
                    results_dir=tmp_path / "results", **options)  # fmt: skip
 
 
-def test_a_perturbed_host_kernel_is_named_in_the_failure(repo_devices: DeviceRegistry,
-                                                        tmp_path: Path) -> None:
+def test_a_perturbed_host_kernel_is_named_in_the_failure(
+    repo_devices: DeviceRegistry, tmp_path: Path
+) -> None:
     with _session(repo_devices, tmp_path) as first:
         artifact = first.check(CASE, "host", "portable").artifact
         _perturb_pte(artifact.folder, first.built(CASE).module.second.weight)
@@ -63,14 +64,17 @@ def test_a_perturbed_host_kernel_is_named_in_the_failure(repo_devices: DeviceReg
         result = again.check(CASE, "host", "portable")
     assert result.verdict == "MISMATCH" and result.divergence is not None
     message = result.failure_message() or ""
-    assert ("first divergent operator: aten::convolution.out (conv2d_1; chain 0, instruction 2 "
-            "of 4)") in message
+    assert (
+        "first divergent operator: aten::convolution.out (conv2d_1; chain 0, instruction 2 of 4)"
+    ) in message
     assert "see it: hil explore explained_two_convs --target host --recipe portable" in message
     with pytest.raises(OutputMismatch, match="first divergent operator: aten::convolution"):
         result.raise_for_failures()
     errors = json.loads((tmp_path / "results" / "node-errors" /
                          "explained_two_convs--host--portable.json").read_text())  # fmt: skip
-    assert errors["format"] == "hil-node-errors/1" and errors["pte_sha256"] == result.artifact.sha256
+    assert (
+        errors["format"] == "hil-node-errors/1" and errors["pte_sha256"] == result.artifact.sha256
+    )
     assert errors["first_divergent"] == {"chain": 0, "instruction": 2}
 
 
@@ -91,8 +95,9 @@ def test_a_broken_delegate_operator_on_u85_ref_is_named_in_the_failure(
     assert errors["first_divergent"] == {"delegate": "delegate_0", "op": index}
 
 
-def test_a_passing_check_is_explained_only_on_request(repo_devices: DeviceRegistry,
-                                                      tmp_path: Path) -> None:
+def test_a_passing_check_is_explained_only_on_request(
+    repo_devices: DeviceRegistry, tmp_path: Path
+) -> None:
     with _session(repo_devices, tmp_path) as plain:
         assert plain.check(CASE, "host", "portable").divergence is None  # green runs stay fast
     with _session(repo_devices, tmp_path, explain=True) as asked:
@@ -101,12 +106,14 @@ def test_a_passing_check_is_explained_only_on_request(repo_devices: DeviceRegist
     assert "no operator left its tolerance" in result.first_divergent()
 
 
-def test_outputs_rewritten_after_the_run_are_not_explained(repo_devices: DeviceRegistry,
-                                                           tmp_path: Path) -> None:
+def test_outputs_rewritten_after_the_run_are_not_explained(
+    repo_devices: DeviceRegistry, tmp_path: Path
+) -> None:
     """Fault injection on the outputs (bench/mutants.py) changes nothing the program computed:
     a search would find no operator, so none is made and the message says why."""
     with _session(repo_devices, tmp_path) as session:
-        result = session.check(CASE, "host", "portable",
-                               rewrite_outputs=lambda outputs: [o + 1 for o in outputs])
+        result = session.check(
+            CASE, "host", "portable", rewrite_outputs=lambda outputs: [o + 1 for o in outputs]
+        )
     assert result.verdict == "MISMATCH" and result.divergence is None
     assert "not looked for, the outputs were rewritten" in (result.failure_message() or "")

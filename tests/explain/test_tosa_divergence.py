@@ -93,7 +93,9 @@ def exported(session: Session, repo_devices: DeviceRegistry, case: hil.Case
     return built, session.artifact(built, make_recipe("ethos-u", options))
 
 
-def faulty_copy(artifact: Artifact, root: Path, delegate: str, change: object) -> tuple[Artifact, int]:
+def faulty_copy(
+    artifact: Artifact, root: Path, delegate: str, change: object
+) -> tuple[Artifact, int]:
     """The artifact copied into a cache of its own, with one delegate's graph broken."""
     folder = root / "artifacts" / artifact.key
     shutil.copytree(artifact.folder, folder)
@@ -250,7 +252,7 @@ def test_bad_input_is_a_clear_explain_error(
         explain_delegates(built, copy, tmp_path / "d")
     assert "re-export" in str(missing.value)
     # damaged, yet with its sha256 recorded: the serializer refuses it, named as such
-    plant_garbage = (b"NOT A TOSA GRAPH" * 64)
+    plant_garbage = b"NOT A TOSA GRAPH" * 64
     graph.write_bytes(plant_garbage)
     garbage = dataclasses.replace(copy, details=_with_sha(copy, plant_garbage))
     with pytest.raises(ExplainError, match="not a TOSA flatbuffer"):

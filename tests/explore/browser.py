@@ -38,9 +38,9 @@ class Page:
     def __init__(self, browser: Chromium, url: str) -> None:
         self.browser = browser
         target = browser.call("Target.createTarget", {"url": url})["targetId"]
-        self.session = browser.call(
-            "Target.attachToTarget", {"targetId": target, "flatten": True}
-        )["sessionId"]
+        self.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
 
     def evaluate(self, expression: str) -> Any:
         """JavaScript in the page; retried while the page is between documents."""

@@ -206,7 +206,9 @@ def test_a_viewer_that_never_answers_is_stopped_after_the_wait(
 
 
 def test_a_conversion_that_fails_is_reported(two_delegates: Source, tmp_path: Path) -> None:
-    viewer = broken_viewer(tmp_path / "venv", "exit 0", 'echo "ValueError: bad delegate" >&2; exit 1')
+    viewer = broken_viewer(
+        tmp_path / "venv", "exit 0", 'echo "ValueError: bad delegate" >&2; exit 1'
+    )
     with pytest.raises(ViewerFailed, match="could not convert") as raised:
         viewer.convert(two_delegates.pte, [], "x", tmp_path / "out.json")
     assert "bad delegate" in raised.value.log_tail

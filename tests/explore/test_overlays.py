@@ -147,9 +147,15 @@ def test_a_default_error_file_is_picked_up_and_a_stale_one_is_named(
     ("change", "words"),
     [
         ({"pte_sha256": "f" * 64}, "not on this one"),
-        ({"nodes": [{"delegate": "delegate_7", "op": 0, "errors": {"e": 1}}]}, "no delegate 'delegate_7'"),
+        (
+            {"nodes": [{"delegate": "delegate_7", "op": 0, "errors": {"e": 1}}]},
+            "no delegate 'delegate_7'",
+        ),
         ({"nodes": [{"delegate": "delegate_0", "op": 9999, "errors": {"e": 1}}]}, "operators"),
-        ({"nodes": [{"delegate": "delegate_0", "tensor": "nope", "errors": {"e": 1}}]}, "produces tensor 'nope'"),
+        (
+            {"nodes": [{"delegate": "delegate_0", "tensor": "nope", "errors": {"e": 1}}]},
+            "produces tensor 'nope'",
+        ),
         ({"nodes": [{"chain": 0, "instruction": 99, "errors": {"e": 1}}]}, "no such instruction"),
     ],
 )
@@ -172,8 +178,17 @@ def test_an_error_file_that_does_not_fit_the_artifact_is_refused(
         ({"format": FORMAT, "nodes": [{"op": 1, "errors": {"e": 1}}]}, "has no address"),
         ({"format": FORMAT, "nodes": [{"delegate": "d", "errors": {"e": 1}}]}, "one of 'op'"),
         ({"format": FORMAT, "nodes": [{"chain": 0, "instruction": 1}]}, "no 'errors' object"),
-        ({"format": FORMAT, "nodes": [{"chain": 0, "instruction": 1, "errors": {"e": "x"}}]}, "not a finite number"),
-        ({"format": FORMAT, "nodes": [{"chain": 0, "instruction": 1, "errors": {"e": float("nan")}}]}, "not a finite number"),
+        (
+            {"format": FORMAT, "nodes": [{"chain": 0, "instruction": 1, "errors": {"e": "x"}}]},
+            "not a finite number",
+        ),
+        (
+            {
+                "format": FORMAT,
+                "nodes": [{"chain": 0, "instruction": 1, "errors": {"e": float("nan")}}],
+            },
+            "not a finite number",
+        ),
         ({"format": FORMAT, "nodes": [], "metrics": {"e": {"worse": "up"}}}, "'higher' or 'lower'"),
     ],
 )

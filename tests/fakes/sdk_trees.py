@@ -114,17 +114,32 @@ def make_trees(root: Path, *, driver_api: tuple[str, ...] = DRIVER_API + PMU_API
     for sub in ("third-party/flatbuffers", "third-party/flatcc", "third-party/gflags",
                 "third-party/json", "backends/xnnpack/third-party/FXdiv"):  # fmt: skip
         _write(et / sub / "CMakeLists.txt", "# fake submodule\n")
-    _write(et / "kernels/portable/functions.yaml", "".join(
-        f"- op: {op}\n  kernels:\n    - arg_meta: null\n      kernel_name: k\n" for op in PORTABLE
-    ) + "- func: dim_order_ops::_to_dim_order_copy.out(Tensor self) -> Tensor\n")
-    _write(et / "kernels/quantized/quantized.yaml",
-           "".join(f"- func: {op}(Tensor a) -> Tensor\n" for op in QUANTIZED))
-    _write(et / "backends/cortex_m/ops/operators.yaml",
-           "".join(f"- func: {op}(Tensor a) -> Tensor\n" for op in CORTEX_M))
-    _write(et / "backends/cortex_m/CMakeLists.txt",
-           'set(CMSIS_NN_VERSION\n    "dbf45dbfcc515421dd6099037d3e2637b90748c8"\n')
-    _write(et / "kernels/prim_ops/register_prim_ops.cpp", "static Kernel prim_ops[] = {\n"
-           + "".join(f'    Kernel(\n        "{op}",\n        fn),\n' for op in PRIM) + "};\n")
+    _write(
+        et / "kernels/portable/functions.yaml",
+        "".join(
+            f"- op: {op}\n  kernels:\n    - arg_meta: null\n      kernel_name: k\n"
+            for op in PORTABLE
+        )
+        + "- func: dim_order_ops::_to_dim_order_copy.out(Tensor self) -> Tensor\n",
+    )
+    _write(
+        et / "kernels/quantized/quantized.yaml",
+        "".join(f"- func: {op}(Tensor a) -> Tensor\n" for op in QUANTIZED),
+    )
+    _write(
+        et / "backends/cortex_m/ops/operators.yaml",
+        "".join(f"- func: {op}(Tensor a) -> Tensor\n" for op in CORTEX_M),
+    )
+    _write(
+        et / "backends/cortex_m/CMakeLists.txt",
+        'set(CMSIS_NN_VERSION\n    "dbf45dbfcc515421dd6099037d3e2637b90748c8"\n',
+    )
+    _write(
+        et / "kernels/prim_ops/register_prim_ops.cpp",
+        "static Kernel prim_ops[] = {\n"
+        + "".join(f'    Kernel(\n        "{op}",\n        fn),\n' for op in PRIM)
+        + "};\n",
+    )
     _write(et / "backends/arm/runtime/EthosUBackend_Cortex_M.cpp",
            'extern "C" __attribute__((weak)) int ethosu_reserve_driver_ex(int a) { return 0; }\n'
            "void f() { ethosu_reserve_driver_ex(1); ethosu_invoke_v3(d, 0); "
@@ -134,8 +149,9 @@ def make_trees(root: Path, *, driver_api: tuple[str, ...] = DRIVER_API + PMU_API
     _write(cmsis_nn / "CMakeLists.txt", "# fake\n")
     driver = root / "ethos-u-core-driver"
     _write(driver / "CMakeLists.txt", DRIVER_CMAKE)
-    _write(driver / "include/ethosu_driver.h",
-           "".join(f"int {name}(void);\n" for name in driver_api))
+    _write(
+        driver / "include/ethosu_driver.h", "".join(f"int {name}(void);\n" for name in driver_api)
+    )
     _write(driver / "include/pmu_ethosu.h", "// the PMU functions, in a fake header\n")
     _write(driver / "src/ethosu_driver.c", "int ethosu_fake(void) { return 0; }\n")
     _write(driver / "src/ethosu_device_u55_u65.c", "\n")

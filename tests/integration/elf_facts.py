@@ -19,19 +19,24 @@ class Section:
 
 
 def sections(elf: Path) -> list[Section]:
-    out = subprocess.run(["arm-none-eabi-readelf", "-S", "-W", str(elf)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["arm-none-eabi-readelf", "-S", "-W", str(elf)], capture_output=True, text=True, check=True
+    ).stdout
     found = []
-    for m in re.finditer(r"\]\s+(\S+)\s+(\w+)\s+([0-9a-f]{8})\s+([0-9a-f]{6,8})\s+([0-9a-f]{6,8})"
-                         r"\s+\S+\s+(\S*A\S*)\s", out):
+    for m in re.finditer(
+        r"\]\s+(\S+)\s+(\w+)\s+([0-9a-f]{8})\s+([0-9a-f]{6,8})\s+([0-9a-f]{6,8})"
+        r"\s+\S+\s+(\S*A\S*)\s",
+        out,
+    ):
         name, kind, addr, off, size, _ = m.groups()
         found.append(Section(name, int(addr, 16), int(off, 16), int(size, 16), kind == "PROGBITS"))
     return found
 
 
 def symbols(elf: Path) -> dict[str, int]:
-    out = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True
+    ).stdout
     return {m[2]: int(m[1], 16) for m in re.finditer(r"^([0-9a-f]+) \w (\S+)$", out, re.M)}
 
 
@@ -47,5 +52,9 @@ def read_words(elf: Path, address: int, count: int) -> tuple[int, ...]:
 
 def memory_regions(linker_script: Path) -> dict[str, tuple[int, int]]:
     text = linker_script.read_text()
-    return {m[1]: (int(m[2], 0), int(m[3], 0)) for m in re.finditer(
-        r"^\s*(\w+) \(\w+\) : ORIGIN = (0x[0-9A-Fa-f]+), LENGTH = (0x[0-9A-Fa-f]+)", text, re.M)}
+    return {
+        m[1]: (int(m[2], 0), int(m[3], 0))
+        for m in re.finditer(
+            r"^\s*(\w+) \(\w+\) : ORIGIN = (0x[0-9A-Fa-f]+), LENGTH = (0x[0-9A-Fa-f]+)", text, re.M
+        )
+    }

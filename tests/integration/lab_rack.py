@@ -17,15 +17,16 @@ import yaml
 
 from hil.lab.client import LabClient
 from hil.lab.virtual_rack import VirtualRack, ser2net_path
-from hil.runner import firmware
+from hil.sdk import firmware
 
 REPO = Path(__file__).resolve().parents[2]
 FIRMWARE_DIR = REPO / ".hil" / "firmware"
 
 needs_lab = pytest.mark.skipif(
-    ser2net_path() is None or not (
-        shutil.which("labgrid-exporter") or (Path(sys.executable).parent / "labgrid-exporter")
-        .exists()
+    ser2net_path() is None
+    or not (
+        shutil.which("labgrid-exporter")
+        or (Path(sys.executable).parent / "labgrid-exporter").exists()
     ),
     reason="needs ser2net and labgrid (make test installs them)",
 )
@@ -42,20 +43,37 @@ def virtual_rack(folder: Path, boards: list[str], **tags: str) -> Iterator[Virtu
         yield rack
 
 
-def rack_device(folder: Path, name: str, coordinator: str, *, recipes: tuple[str, ...] =
-                ("portable",), **labgrid: Any) -> Path:
+def rack_device(
+    folder: Path,
+    name: str,
+    coordinator: str,
+    *,
+    recipes: tuple[str, ...] = ("portable",),
+    **labgrid: Any,
+) -> Path:
     """A serial device file whose boards are the rack's places tagged board=vboard."""
     pool: dict[str, Any] = {} if "place" in labgrid else {"tags": {"board": "vboard"}}
-    link = {k: labgrid.pop(k) for k in ("reply_timeout_s", "run_timeout_s", "retries")
-            if k in labgrid}
+    link = {
+        k: labgrid.pop(k) for k in ("reply_timeout_s", "run_timeout_s", "retries") if k in labgrid
+    }
     spec = {
-        "name": name, "kind": "serial", "recipes": list(recipes),
+        "name": name,
+        "kind": "serial",
+        "recipes": list(recipes),
         "description": "host runner boards in the virtual labgrid rack",
         "latency": {"warmup": 0, "min_runs": 2, "min_time_s": 0.01, "max_runs": 10},
         "connection": {
-            "labgrid": {"coordinator": coordinator, **pool, "wait_s": 120,
-                        "power_delay_s": 0.3, **labgrid},
-            "firmware": "host", "reply_timeout_s": 2.0, "run_timeout_s": 5.0, **link,
+            "labgrid": {
+                "coordinator": coordinator,
+                **pool,
+                "wait_s": 120,
+                "power_delay_s": 0.3,
+                **labgrid,
+            },
+            "firmware": "host",
+            "reply_timeout_s": 2.0,
+            "run_timeout_s": 5.0,
+            **link,
         },
     }
     folder.mkdir(parents=True, exist_ok=True)
@@ -85,12 +103,16 @@ class BoardKiller:
         self._thread.join(10)
 
     def _watch(self) -> None:
-        starts = {n: b.log_path.stat().st_size if b.log_path.exists() else 0
-                  for n, b in self.rack.boards.items()}
+        starts = {
+            n: b.log_path.stat().st_size if b.log_path.exists() else 0
+            for n, b in self.rack.boards.items()
+        }
         while not self._stop.wait(0.02):
             for name, board in self.rack.boards.items():
-                if board.log_path.exists() and self.marker in board.log_path.read_bytes()[
-                        starts[name]:]:
+                if (
+                    board.log_path.exists()
+                    and self.marker in board.log_path.read_bytes()[starts[name] :]
+                ):
                     time.sleep(self.delay_s)
                     self.rack.kill_board(name)
                     self.killed = name

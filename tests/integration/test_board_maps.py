@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from hil.errors import DeployError
-from hil.runner import firmware
+from hil.sdk import firmware
 from tests.integration.board_maps import MAPS, BoardMap
 from tests.integration.elf_facts import memory_regions, read_words, sections, symbols
 
@@ -58,8 +58,9 @@ def test_corstone_320_boots_from_its_rom_and_runs_from_bram() -> None:
 
 def test_a_device_file_moves_a_pool_and_resizes_it() -> None:
     """connection.firmware.defines reach the linker: the planned pool in SRAM, 1 MiB."""
-    elf = build("corstone-300", HIL_POOL_PLANNED_REGION="SRAM",
-                HIL_POOL_PLANNED_SIZE="0x100000").binary
+    elf = build(
+        "corstone-300", HIL_POOL_PLANNED_REGION="SRAM", HIL_POOL_PLANNED_SIZE="0x100000"
+    ).binary
     table = symbols(elf)
     assert 0x31000000 <= table["pool_planned"] < 0x31200000
     pools = {s.name: s for s in sections(elf)}

@@ -9,7 +9,7 @@ import pytest
 
 from hil.cli import main
 
-BLOCKS = '''
+BLOCKS = """
 import torch
 from torch import nn
 
@@ -23,7 +23,7 @@ def make_block():
 
 def not_a_model():
     return 42
-'''
+"""
 
 
 @pytest.fixture
@@ -38,8 +38,20 @@ def project(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch)
 def test_a_module_factory_runs_on_host_and_vboard_and_prints_the_table(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["check", "blocks:make_block", "--input-shape", "1x3x8x8",
-                 "--target", "host", "--target", "vboard", "--recipe", "portable"])
+    code = main(
+        [
+            "check",
+            "blocks:make_block",
+            "--input-shape",
+            "1x3x8x8",
+            "--target",
+            "host",
+            "--target",
+            "vboard",
+            "--recipe",
+            "portable",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "target host: 1/1 passed" in out and "target vboard: 1/1 passed" in out
@@ -47,10 +59,19 @@ def test_a_module_factory_runs_on_host_and_vboard_and_prints_the_table(
     assert (project / "results" / "arrays" / "make_block--vboard--portable.npz").is_file()
 
 
-def test_a_file_path_and_a_module_instance_work(project: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["check", str(project / "blocks.py") + ":NET", "--input-shape", "2x4",
-                 "--recipe", "xnnpack-int8"])
+def test_a_file_path_and_a_module_instance_work(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "check",
+            str(project / "blocks.py") + ":NET",
+            "--input-shape",
+            "2x4",
+            "--recipe",
+            "xnnpack-int8",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "target host: 1/1 passed" in out and "NET" in out
@@ -68,14 +89,20 @@ def test_nothing_judged_is_not_success(project: Path, capsys: pytest.CaptureFixt
     ("argv", "message"),
     [
         (["blocks", "--input-shape", "1x4"], "'blocks' is not MODULE:FACTORY"),
-        (["blocks:nope", "--input-shape", "1x4"],
-         "blocks has no 'nope'\n  fix: pick one of: NET, make_block, not_a_model"),
+        (
+            ["blocks:nope", "--input-shape", "1x4"],
+            "blocks has no 'nope'\n  fix: pick one of: NET, make_block, not_a_model",
+        ),
         (["nowhere:make", "--input-shape", "1x4"], "cannot import nowhere"),
-        (["blocks:not_a_model", "--input-shape", "1x4"],
-         "blocks:not_a_model gave int, not a torch.nn.Module"),
+        (
+            ["blocks:not_a_model", "--input-shape", "1x4"],
+            "blocks:not_a_model gave int, not a torch.nn.Module",
+        ),
         (["blocks:NET", "--input-shape", "1xq"], "--input-shape '1xq' is not a shape"),
-        (["blocks:NET", "--input-shape", "1x4", "--recipe", "vela"],
-         "target host has no recipe vela"),
+        (
+            ["blocks:NET", "--input-shape", "1x4", "--recipe", "vela"],
+            "target host has no recipe vela",
+        ),
     ],
     ids=["no-colon", "no-attribute", "no-module", "not-a-module", "bad-shape", "bad-recipe"],
 )

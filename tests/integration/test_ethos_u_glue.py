@@ -17,7 +17,7 @@ import pytest
 
 from hil.devices import DeviceRegistry, DeviceSpec
 from hil.fvp import pmu
-from hil.runner import firmware
+from hil.sdk import firmware
 from hil.targets.serial import client_on, prepare_board
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,46 +30,82 @@ WARNINGS = ["-Wall", "-Wextra", "-Werror", "-Wmissing-prototypes", "-Wstrict-pro
 
 # board, the NPU's macro for the driver's headers, fast-memory bytes, PMU event names
 NPUS = {
-    "u55": ("CORSTONE_300", "ETHOSU55", 0,
-            ["npu_active", "axi0_rd_beats", "axi0_wr_beats", "axi1_rd_beats"]),
-    "u85": ("CORSTONE_320", "ETHOSU85", 393216,
-            ["npu_active", "sram_rd_beats", "sram_wr_beats", "ext_rd_beats"]),
+    "u55": (
+        "CORSTONE_300",
+        "ETHOSU55",
+        0,
+        ["npu_active", "axi0_rd_beats", "axi0_wr_beats", "axi1_rd_beats"],
+    ),
+    "u85": (
+        "CORSTONE_320",
+        "ETHOSU85",
+        393216,
+        ["npu_active", "sram_rd_beats", "sram_wr_beats", "ext_rd_beats"],
+    ),
 }
 
 
 def defines(npu: str) -> list[str]:
     board, macro, fast, _ = NPUS[npu]
-    return [f"-DHIL_BOARD_{board}=1", f"-D{macro}=1", f"-DHIL_NPU_FAST_MEMORY_SIZE={fast}",
-            "-DHIL_ETHOS_U=1", f"-I{FAKE_DRIVER / 'include'}", f"-I{SOURCE}"]
+    return [
+        f"-DHIL_BOARD_{board}=1",
+        f"-D{macro}=1",
+        f"-DHIL_NPU_FAST_MEMORY_SIZE={fast}",
+        "-DHIL_ETHOS_U=1",
+        f"-I{FAKE_DRIVER / 'include'}",
+        f"-I{SOURCE}",
+    ]
 
 
 def symbols(path: Path) -> dict[str, tuple[int, str]]:
-    out = subprocess.run(["arm-none-eabi-nm", str(path)], capture_output=True, text=True,
-                         check=True).stdout
-    return {m[3]: (int(m[1], 16), m[2])
-            for m in re.finditer(r"^([0-9a-f]+) (\w) (\S+)$", out, re.M)}
+    out = subprocess.run(
+        ["arm-none-eabi-nm", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    return {
+        m[3]: (int(m[1], 16), m[2]) for m in re.finditer(r"^([0-9a-f]+) (\w) (\S+)$", out, re.M)
+    }
 
 
 @pytest.mark.skipif(ARM_GCC is None, reason="needs gcc-arm-none-eabi (make setup installs it)")
 @pytest.mark.parametrize("npu", sorted(NPUS))
-def test_ethos_u_glue_compiles_against_the_documented_driver_api(npu: str,
-                                                                 tmp_path: Path) -> None:
+def test_ethos_u_glue_compiles_against_the_documented_driver_api(npu: str, tmp_path: Path) -> None:
     """The glue and the platform files it changes, for the M55 as the corstone presets build
     them, against declarations of exactly the driver API the glue uses: a wrong name, type
     or callback signature fails here."""
-    sources = [GLUE / "npu_start.c", GLUE / "npu_pmu.c",
-               SOURCE / "platform" / "cortex_m" / "startup.c",
-               SOURCE / "platform" / "cortex_m" / "platform_cortex_m.c"]
+    sources = [
+        GLUE / "npu_start.c",
+        GLUE / "npu_pmu.c",
+        SOURCE / "platform" / "cortex_m" / "startup.c",
+        SOURCE / "platform" / "cortex_m" / "platform_cortex_m.c",
+    ]
     found: dict[str, tuple[int, str]] = {}
     for source in sources:
         obj = tmp_path / f"{source.stem}.o"
         done = subprocess.run(
-            ["arm-none-eabi-gcc", *ARM_CPU, "-std=gnu11", "-O2", *WARNINGS, *defines(npu),
-             "-c", str(source), "-o", str(obj)], capture_output=True, text=True)
+            [
+                "arm-none-eabi-gcc",
+                *ARM_CPU,
+                "-std=gnu11",
+                "-O2",
+                *WARNINGS,
+                *defines(npu),
+                "-c",
+                str(source),
+                "-o",
+                str(obj),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, f"{source.name}:\n{done.stderr}"
         found.update(symbols(obj))
-    for name in ("hil_npu_start", "hil_npu_irq_handler", "EthosUBackend_execute_begin",
-                 "ethosu_inference_begin", "ethosu_inference_end"):
+    for name in (
+        "hil_npu_start",
+        "hil_npu_irq_handler",
+        "EthosUBackend_execute_begin",
+        "ethosu_inference_begin",
+        "ethosu_inference_end",
+    ):
         assert found[name][1] == "T", name
     assert found["ethosu_fast_scratch"][1] in "BD"  # what the delegate passes as region 2
     assert ("fast_memory" in found) == (NPUS[npu][2] > 0)  # the U85's arena (Dedicated_Sram)
@@ -95,8 +131,10 @@ connection:
     return DeviceRegistry.from_dirs([tmp_path]).get("qemu-corstone-ethos-u")
 
 
-@pytest.mark.skipif(ARM_GCC is None or shutil.which("qemu-system-arm") is None,
-                    reason="needs gcc-arm-none-eabi and qemu-system-arm (make setup installs them)")
+@pytest.mark.skipif(
+    ARM_GCC is None or shutil.which("qemu-system-arm") is None,
+    reason="needs gcc-arm-none-eabi and qemu-system-arm (make setup installs them)",
+)
 def test_the_corstone_runner_with_the_glue_links_wires_the_npu_interrupt_and_boots(
     tmp_path: Path,
 ) -> None:
@@ -109,8 +147,10 @@ def test_the_corstone_runner_with_the_glue_links_wires_the_npu_interrupt_and_boo
     image = runner.binary
     table = symbols(image)
     vectors = tmp_path / "vectors.bin"
-    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".vectors", str(image),
-                    str(vectors)], check=True)
+    subprocess.run(
+        ["arm-none-eabi-objcopy", "-O", "binary", "-j", ".vectors", str(image), str(vectors)],
+        check=True,
+    )
     assert table["hil_vectors"][0] == 0x10000000  # the Corstone-300 boots from ITCM
     (vector,) = struct.unpack_from("<I", vectors.read_bytes(), 4 * (16 + 56))
     assert vector == table["hil_npu_irq_handler"][0] | 1  # a Thumb entry
@@ -130,8 +170,9 @@ def test_the_corstone_runner_with_the_glue_links_wires_the_npu_interrupt_and_boo
 
 
 @pytest.fixture(scope="module", params=sorted(NPUS))
-def harness(request: pytest.FixtureRequest,
-            tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+def harness(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, Path]:
     """tests/fakes/ethosu_api/harness.c with the glue and the stub driver, for this CPU."""
     compiler = shutil.which("cc")
     if compiler is None:
@@ -139,9 +180,21 @@ def harness(request: pytest.FixtureRequest,
     npu = str(request.param)
     binary = tmp_path_factory.mktemp(f"harness-{npu}") / "harness"
     done = subprocess.run(
-        [compiler, "-std=c11", *WARNINGS, *defines(npu), str(FAKE_DRIVER / "harness.c"),
-         str(FAKE_DRIVER / "stubs.c"), str(GLUE / "npu_start.c"), str(GLUE / "npu_pmu.c"),
-         "-o", str(binary)], capture_output=True, text=True)
+        [
+            compiler,
+            "-std=c11",
+            *WARNINGS,
+            *defines(npu),
+            str(FAKE_DRIVER / "harness.c"),
+            str(FAKE_DRIVER / "stubs.c"),
+            str(GLUE / "npu_start.c"),
+            str(GLUE / "npu_pmu.c"),
+            "-o",
+            str(binary),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     return npu, binary
 
@@ -158,15 +211,19 @@ def test_the_pmu_line_is_what_hil_fvp_pmu_parses(harness: tuple[str, Path]) -> N
     hil/fvp/pmu.py reads back exactly, 64-bit cycle count included; then the PMU is off."""
     npu, binary = harness
     begin, line, end = run(binary, "pmu")
-    events = {"u55": "NPU_ACTIVE AXI0_RD_DATA_BEAT_RECEIVED AXI0_WR_DATA_BEAT_WRITTEN "
-                     "AXI1_RD_DATA_BEAT_RECEIVED",
-              "u85": "NPU_ACTIVE SRAM_RD_DATA_BEAT_RECEIVED SRAM_WR_DATA_BEAT_WRITTEN "
-                     "EXT_RD_DATA_BEAT_RECEIVED"}[npu]
-    assert begin == ("begin: enabled 1 counters 0x8000000f cycles from NPU_ACTIVE to NPU_IDLE "
-                     f"events {events}")
+    events = {
+        "u55": "NPU_ACTIVE AXI0_RD_DATA_BEAT_RECEIVED AXI0_WR_DATA_BEAT_WRITTEN "
+        "AXI1_RD_DATA_BEAT_RECEIVED",
+        "u85": "NPU_ACTIVE SRAM_RD_DATA_BEAT_RECEIVED SRAM_WR_DATA_BEAT_WRITTEN "
+        "EXT_RD_DATA_BEAT_RECEIVED",
+    }[npu]
+    assert begin == (
+        f"begin: enabled 1 counters 0x8000000f cycles from NPU_ACTIVE to NPU_IDLE events {events}"
+    )
     counts = {name: 1000 * (i + 1) for i, name in enumerate(NPUS[npu][3])}
     assert line == "log 1: ethos-u pmu: cycles=12345678901 " + " ".join(  # 1: HIL_LOG_INFO
-        f"{name}={count}" for name, count in counts.items())
+        f"{name}={count}" for name, count in counts.items()
+    )
     invocation = pmu.parse_line(line.removeprefix("log 1: "))
     assert invocation is not None
     assert dict(invocation.counts) == {"cycles": 12345678901, **counts}
@@ -184,8 +241,10 @@ def test_a_failed_npu_start_is_logged_and_an_npu_delegate_faults_instead_of_wait
     assert lines[0].startswith("log 3: ethos-u: ethosu_init refused the NPU at 0x")
     assert "(error -3)" in lines[0]
     assert lines[1] == "start: -3"
-    assert lines[2].startswith("log 3: ethos-u: an NPU delegate was asked to run, but the NPU "
-                               "did not start at boot (error -3)")
+    assert lines[2].startswith(
+        "log 3: ethos-u: an NPU delegate was asked to run, but the NPU "
+        "did not start at boot (error -3)"
+    )
     assert lines[3:] == ["fault"]
 
 

@@ -18,8 +18,8 @@ from hil import Case, cli, seeded
 from hil.devices import DeviceRegistry
 from hil.errors import DeployError
 from hil.resources.virtual_boards import HostRunnerBoard
-from hil.runner import firmware
 from hil.runner.client import LinkPolicy, RunnerClient
+from hil.sdk import firmware
 from hil.session import Session
 from hil.transports.serial_link import SerialLink
 
@@ -36,8 +36,9 @@ def test_builds_are_cached_by_configuration_hash() -> None:
     assert first.build_id == f"host-{firmware.config_hash(ECHO_HOST)[:16]}"
 
 
-def test_the_build_id_follows_sources_and_options(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_build_id_follows_sources_and_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = firmware.config_hash(ECHO_HOST)
     assert firmware.config_hash(firmware.FirmwareConfig("host")) != before
     copy = tmp_path / "firmware"
@@ -63,13 +64,16 @@ def test_the_runner_reports_its_build_id_in_the_handshake() -> None:
 def test_linux_aarch64_preset_builds_and_runs_under_qemu_user() -> None:
     if shutil.which("aarch64-linux-gnu-g++") is None or shutil.which("qemu-aarch64") is None:
         pytest.skip("needs g++-aarch64-linux-gnu and qemu-user (apt-get install them)")
-    runner = firmware.build(firmware.FirmwareConfig("linux-aarch64",
-                                                    {"HIL_ENGINE_EXECUTORCH": "OFF"}))
+    runner = firmware.build(
+        firmware.FirmwareConfig("linux-aarch64", {"HIL_ENGINE_EXECUTORCH": "OFF"})
+    )
 
     class Emulated(HostRunnerBoard):
         def _spawn(self, argv: list[str], **popen: object) -> None:
-            super()._spawn(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu",
-                            "cortex-a76", *argv], **popen)
+            super()._spawn(
+                ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", "cortex-a76", *argv],
+                **popen,
+            )
 
     board = Emulated("aarch64", runner.binary)
     link = SerialLink(board.start()).open()
@@ -84,8 +88,10 @@ def test_linux_aarch64_preset_builds_and_runs_under_qemu_user() -> None:
 
 
 def test_cli_firmware_build_prints_the_runner(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["--devices", str(REPO / "devices"), "firmware", "build",
-                     "--target", "vboard"]) == 0
+    assert (
+        cli.main(["--devices", str(REPO / "devices"), "firmware", "build", "--target", "vboard"])
+        == 0
+    )
     printed = Path(capsys.readouterr().out.strip())
     assert printed == firmware.build(firmware.FirmwareConfig("host")).binary
 
@@ -104,8 +110,9 @@ class SupervisedBoard(HostRunnerBoard):
         self.state = state
 
     def _spawn(self, argv: list[str], **popen: object) -> None:
-        super()._spawn([sys.executable, str(HERE / "fake_board.py"), str(self.state), "--",
-                        "--stdio"], **popen)
+        super()._spawn(
+            [sys.executable, str(HERE / "fake_board.py"), str(self.state), "--", "--stdio"], **popen
+        )
 
 
 @pytest.fixture
@@ -126,10 +133,16 @@ def flash_command(state: Path) -> list[str]:
 def serial_device(folder: Path, port: str, flash: list[str]) -> None:
     folder.mkdir(exist_ok=True)
     spec = {
-        "name": "lab-board", "kind": "serial", "recipes": ["portable"],
+        "name": "lab-board",
+        "kind": "serial",
+        "recipes": ["portable"],
         "latency": {"warmup": 0, "min_runs": 2, "min_time_s": 0.01, "max_runs": 10},
-        "connection": {"port": port, "firmware": "host", "reply_timeout_s": 3.0,
-                       "flash": {"command": flash}},
+        "connection": {
+            "port": port,
+            "firmware": "host",
+            "reply_timeout_s": 3.0,
+            "flash": {"command": flash},
+        },
     }
     (folder / "lab-board.yaml").write_text(yaml.safe_dump(spec))
 
@@ -146,7 +159,8 @@ def test_a_board_with_another_build_is_flashed_once_then_reused(
         result = s.check(case, "lab-board", "portable")
         assert result.passed
         assert s.target("lab-board").describe()["build_id"] == firmware.build_id_for(
-            firmware.FirmwareConfig("host"))
+            firmware.FirmwareConfig("host")
+        )
     flashed = (state / "flashed").read_text().splitlines()
     assert flashed == [str(firmware.build(firmware.FirmwareConfig("host")).binary)]
     with Session(devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "r2") as s:
@@ -181,12 +195,30 @@ def test_the_executorch_engine_compiles_for_cortex_m55(tmp_path: Path) -> None:
     source = firmware.source_dir() / "src"
     obj = tmp_path / "executorch_engine.o"
     done = subprocess.run(
-        ["arm-none-eabi-g++", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-std=c++17",
-         "-O2", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra", "-Werror",
-         f"-I{headers}", f"-I{headers}/executorch/runtime/core/portable_type/c10",
-         "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DHIL_WITH_EXECUTORCH=1", f"-I{source}",
-         "-c", str(source / "engine" / "executorch_engine.cpp"), "-o", str(obj)],
-        capture_output=True, text=True,
+        [
+            "arm-none-eabi-g++",
+            "-mcpu=cortex-m55",
+            "-mthumb",
+            "-mfloat-abi=hard",
+            "-std=c++17",
+            "-O2",
+            "-fno-exceptions",
+            "-fno-rtti",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{headers}",
+            f"-I{headers}/executorch/runtime/core/portable_type/c10",
+            "-DC10_USING_CUSTOM_GENERATED_MACROS",
+            "-DHIL_WITH_EXECUTORCH=1",
+            f"-I{source}",
+            "-c",
+            str(source / "engine" / "executorch_engine.cpp"),
+            "-o",
+            str(obj),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     symbols = subprocess.run(["arm-none-eabi-nm", str(obj)], capture_output=True, text=True)

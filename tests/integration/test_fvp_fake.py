@@ -32,8 +32,8 @@ from hil.errors import (
     TargetUnavailable,
 )
 from hil.fvp.errors import FvpLicenceError, FvpStartError, FvpTimeLimit
-from hil.runner import firmware
 from hil.runner import messages as m
+from hil.sdk import firmware
 from hil.session import Session
 from hil.targets.fvp import FvpTarget
 from hil.verdict.checks import Question, Status
@@ -55,10 +55,18 @@ RECIPE_OPTIONS = {
 # for the SSE-320's own map (boot ROM at 0x11000000, BRAM at 0x12000000, UART0 at 0x58203000)
 # cannot run there: these defines and the FVP's INITSVTOR parameter move it onto memory both
 # maps have, booting from ITCM, with QEMU's UART0 (tests/fakes/fvp/CONTRACT.md).
-QEMU_320 = {"firmware": {"preset": "corstone-320", "defines": {
-    "HIL_VECTOR_REGION": "ITCM", "HIL_CODE_REGION": "DDR", "HIL_DATA_REGION": "SRAM",
-    "HIL_UART0_BASE": "0x49303000"}},
-    "params": {"mps4_board.subsystem.iotss3_systemcontrol.INITSVTOR_RST": "0x10000000"}}
+QEMU_320 = {
+    "firmware": {
+        "preset": "corstone-320",
+        "defines": {
+            "HIL_VECTOR_REGION": "ITCM",
+            "HIL_CODE_REGION": "DDR",
+            "HIL_DATA_REGION": "SRAM",
+            "HIL_UART0_BASE": "0x49303000",
+        },
+    },
+    "params": {"mps4_board.subsystem.iotss3_systemcontrol.INITSVTOR_RST": "0x10000000"},
+}
 
 
 def device(folder: Path, name: str, npu: str = "ethos-u55-128", **connection: Any) -> None:
@@ -304,8 +312,12 @@ def test_the_fake_refuses_an_image_its_platform_could_not_boot(tmp_path: Path) -
     wrong = run_fake(tmp_path, "FVP_Corstone_SSE-320", sse300)
     assert wrong.returncode == 1
     assert "lies outside the FVP_MPS4_Corstone_SSE_320 memory map" in wrong.stderr  # 512K ITCM
-    unmoved = run_fake(tmp_path, "FVP_Corstone_SSE-320", sse320,
-                       "mps4_board.subsystem.iotss3_systemcontrol.INITSVTOR_RST=0x10000000")
+    unmoved = run_fake(
+        tmp_path,
+        "FVP_Corstone_SSE-320",
+        sse320,
+        "mps4_board.subsystem.iotss3_systemcontrol.INITSVTOR_RST=0x10000000",
+    )
     assert unmoved.returncode == 1 and "nothing is loaded at 0x10000000" in unmoved.stderr
     own_map = run_fake(tmp_path, "FVP_Corstone_SSE-320", sse320)
     assert own_map.returncode == 1

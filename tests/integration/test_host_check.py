@@ -125,7 +125,10 @@ def test_latency_budget_breach_fails_with_both_numbers(session: Session) -> None
     assert result.outputs_ok and result.verdict == "OVER BUDGET"
     (budget,) = [c for c in result.checks if c.question is Question.BUDGET]
     assert "best of 3 target windows" in budget.basis  # a breach is timed again, twice
-    with pytest.raises(BudgetExceeded, match=r"latency \(min\) vs eager PyTorch on this machine: vs_eager = .*, limit <= 0.001"):
+    with pytest.raises(
+        BudgetExceeded,
+        match=r"latency \(min\) vs eager PyTorch on this machine: vs_eager = .*, limit <= 0.001",
+    ):
         result.raise_for_failures()
 
 
@@ -155,7 +158,8 @@ def test_library_api_without_pytest_plugin(shared_cache: Path, tmp_path: Path, m
 
 
 def test_an_in_process_target_moves_no_bytes_even_on_first_deploy(
-    repo_devices, tmp_path: Path  # type: ignore[no-untyped-def]
+    repo_devices,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     with Session(devices=repo_devices, cache_dir=tmp_path / "cold", results_dir=tmp_path) as cold:
         first = cold.check(TINY, "host", "portable")

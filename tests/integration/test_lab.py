@@ -57,8 +57,12 @@ def wide() -> torch.nn.Module:
 
 
 # About 1.5 s of runs on the board: long enough for something to happen in the middle.
-LONG = Case("lab_long", wide, seeded((16, 256)), timing=TimingPolicy(
-    warmup=0, min_runs=3, min_time_s=1.5, max_runs=99999, max_time_s=3.0))
+LONG = Case(
+    "lab_long",
+    wide,
+    seeded((16, 256)),
+    timing=TimingPolicy(warmup=0, min_runs=3, min_time_s=1.5, max_runs=99999, max_time_s=3.0),
+)
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +72,9 @@ def rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtualRack]:
 
 
 @pytest.fixture
-def lab(rack: VirtualRack, tmp_path: Path, shared_cache: Path,
-        monkeypatch: pytest.MonkeyPatch) -> Iterator[LabSessions]:
+def lab(
+    rack: VirtualRack, tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[LabSessions]:
     monkeypatch.setenv("HIL_FIRMWARE_DIR", str(FIRMWARE_DIR))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the lease notes
     for name in rack.names:  # every test starts on powered boards with live runners
@@ -95,9 +100,12 @@ class LabSessions:
         """A session, and the name of a device file leasing the rack's boards."""
         name = f"rack{len(self.sessions)}"
         rack_device(self.devices, name, self.rack.coordinator, **labgrid)
-        session = Session(devices=DeviceRegistry.from_dirs([REPO / "devices", self.devices]),
-                          cache_dir=self.cache, results_dir=self.tmp_path / "results",
-                          retries=retries)
+        session = Session(
+            devices=DeviceRegistry.from_dirs([REPO / "devices", self.devices]),
+            cache_dir=self.cache,
+            results_dir=self.tmp_path / "results",
+            retries=retries,
+        )
         self.sessions.append(session)
         return session, name
 
@@ -152,8 +160,11 @@ def test_a_silent_runner_is_power_cycled_and_the_case_retried_on_the_same_board(
     assert first.recovery == "power-cycled vb1"
     assert (second.board, second.verdict) == ("vb1", "PASS")
     assert lab.rack.runner_pid("vb1") not in (None, runner)  # a fresh runner after the cycle
-    switched = [line.split()[-2:] for line in log.read_text()[start:].splitlines()
-                if line.startswith("--- ")]
+    switched = [
+        line.split()[-2:]
+        for line in log.read_text()[start:].splitlines()
+        if line.startswith("--- ")
+    ]
     assert switched == [["power", "off"], ["power", "on"]]  # labgrid's driver worked the switch
 
 
@@ -261,8 +272,12 @@ time.sleep(600)
 
 
 def test_a_place_left_by_a_hard_killed_process_is_taken_back(lab: LabSessions) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, lab.rack.coordinator],
-                              stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, lab.rack.coordinator],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     holder.kill()  # SIGKILL: no release, no atexit
     holder.wait()
@@ -298,9 +313,24 @@ def test_sigterm_ends_the_run_and_releases_the_place(lab: LabSessions, tmp_path:
     log = lab.rack.boards["vb1"].log_path
     start = log.stat().st_size
     run = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "test_suite.py", "--target=rack", "-p", "no:labgrid",
-         "-p", "no:cacheprovider", f"--hil-cache-dir={lab.cache}", "-o", "addopts="],
-        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_suite.py",
+            "--target=rack",
+            "-p",
+            "no:labgrid",
+            "-p",
+            "no:cacheprovider",
+            f"--hil-cache-dir={lab.cache}",
+            "-o",
+            "addopts=",
+        ],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "HIL_FIRMWARE_DIR": str(FIRMWARE_DIR)},
     )
     deadline = time.monotonic() + 120
@@ -324,11 +354,14 @@ def test_without_retries_a_killed_boards_case_is_infra_and_the_next_runs_on_the_
     with virtual_rack(tmp_path / "rack", ["vb1", "vb2"]) as rack:
         rack_device(tmp_path / "devices", "rack", rack.coordinator)
         registry = DeviceRegistry.from_dirs([REPO / "devices", tmp_path / "devices"])
-        with Session(devices=registry, cache_dir=shared_cache,
-                     results_dir=tmp_path / "results") as session:
+        with Session(
+            devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results"
+        ) as session:
             first = session.target("rack").describe()["place"]
-            with BoardKiller(rack, b"run: 0 warm-up, 3..99999 runs") as killer, \
-                    pytest.raises(InfrastructureRecovered) as caught:
+            with (
+                BoardKiller(rack, b"run: 0 warm-up, 3..99999 runs") as killer,
+                pytest.raises(InfrastructureRecovered) as caught,
+            ):
                 session.check(LONG, "rack", "portable")
             assert killer.killed == first
             other = ({"vb1", "vb2"} - {first}).pop()
@@ -341,8 +374,7 @@ def test_without_retries_a_killed_boards_case_is_infra_and_the_next_runs_on_the_
 
 
 @pytest.mark.skipif(
-    not (os.path.exists("/usr/sbin/sshd") and shutil.which("qemu-aarch64")
-         and os.geteuid() == 0),
+    not (os.path.exists("/usr/sbin/sshd") and shutil.which("qemu-aarch64") and os.geteuid() == 0),
     reason="needs root, openssh-server and qemu-user (make test installs them)",
 )
 def test_an_ssh_board_is_reached_through_the_places_network_service(
@@ -356,22 +388,32 @@ def test_an_ssh_board_is_reached_through_the_places_network_service(
     with virtual_rack(tmp_path / "rack", []) as rack:
         endpoint = pi.start()
         try:
-            rack.export_place("pi1", {"NetworkService": {
-                "address": endpoint.host, "port": endpoint.port, "username": endpoint.user,
-            }}, {"board": "pi5"})
+            rack.export_place(
+                "pi1",
+                {
+                    "NetworkService": {
+                        "address": endpoint.host,
+                        "port": endpoint.port,
+                        "username": endpoint.user,
+                    }
+                },
+                {"board": "pi5"},
+            )
             spec = yaml.safe_load((REPO / "devices" / "pi5-emu.yaml").read_text())
             spec["connection"].pop("virtual")
             spec["connection"].update(
                 labgrid={"coordinator": rack.coordinator, "tags": {"board": "pi5"}},
-                identity=str(endpoint.identity), known_hosts=str(endpoint.known_hosts),
+                identity=str(endpoint.identity),
+                known_hosts=str(endpoint.known_hosts),
                 remote_dir=pi.remote_dir,
             )
             spec["name"] = "pi-lab"
             (tmp_path / "devices").mkdir()
             (tmp_path / "devices" / "pi-lab.yaml").write_text(yaml.safe_dump(spec))
             registry = DeviceRegistry.from_dirs([REPO / "devices", tmp_path / "devices"])
-            with Session(devices=registry, cache_dir=shared_cache,
-                         results_dir=tmp_path / "results") as session:
+            with Session(
+                devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results"
+            ) as session:
                 result = session.check(linear(0), "pi-lab", "portable")
                 assert result.passed, result.failure_message()
                 assert result.target_info["place"] == "pi1"

@@ -44,12 +44,31 @@ CASE_IDS = {"lin0", "lin1", "victim", "lin2", "lin3", "lin4", "lin5"}
 
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HIL_FIRMWARE_DIR": str(FIRMWARE_DIR),
-           "XDG_CACHE_HOME": str(project / "cache")}  # the lease notes
+    env = {
+        **os.environ,
+        "HIL_FIRMWARE_DIR": str(FIRMWARE_DIR),
+        "XDG_CACHE_HOME": str(project / "cache"),
+    }  # the lease notes
     return subprocess.run(
-        [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-p", "no:labgrid",
-         "-W", "ignore", "-o", "addopts="],
-        cwd=project, env=env, capture_output=True, text=True, timeout=420,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *args,
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:labgrid",
+            "-W",
+            "ignore",
+            "-o",
+            "addopts=",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=420,
     )
 
 
@@ -60,9 +79,16 @@ def test_two_workers_two_boards_one_killed_mid_case(tmp_path: Path, shared_cache
     with virtual_rack(tmp_path / "rack", ["vb1", "vb2"]) as rack:
         rack_device(project / "devices", "rack", rack.coordinator)
         with BoardKiller(rack, b"run: 0 warm-up, 3..99999 runs") as killer:
-            done = run_pytest(project, "test_rack_suite.py", "--target=rack", "-n", "2",
-                              "--hil-retries=1", f"--hil-cache-dir={shared_cache}",
-                              "--hil-results-dir=results")
+            done = run_pytest(
+                project,
+                "test_rack_suite.py",
+                "--target=rack",
+                "-n",
+                "2",
+                "--hil-retries=1",
+                f"--hil-cache-dir={shared_cache}",
+                "--hil-results-dir=results",
+            )
         places, reservations = lab_state(rack.coordinator)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]

@@ -36,9 +36,15 @@ def test_the_runner_counts_a_deploy_and_a_redeploy_moves_nothing(session: Sessio
     target.deploy(first)
     again = client.link_stats()
     assert (again.model_bytes, again.chunk_bytes, again.file_bytes, again.loads) == (
-        loaded.model_bytes, loaded.chunk_bytes, loaded.file_bytes, loaded.loads)
+        loaded.model_bytes,
+        loaded.chunk_bytes,
+        loaded.file_bytes,
+        loaded.loads,
+    )
     assert again.frames_in > loaded.frames_in  # it was asked (the hash check), and answered
 
     target.deploy(other)
     swapped = client.link_stats()
-    assert swapped.model_bytes - again.model_bytes == other.size and swapped.loads == again.loads + 1
+    assert (
+        swapped.model_bytes - again.model_bytes == other.size and swapped.loads == again.loads + 1
+    )

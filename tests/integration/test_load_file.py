@@ -15,9 +15,9 @@ from hil import Case, seeded
 from hil.errors import DeployError
 from hil.recipes import make_recipe
 from hil.resources.virtual_boards import HostRunnerBoard
-from hil.runner import firmware
 from hil.runner.client import LinkPolicy, RunnerClient
 from hil.runner.file_load import StaleModelFile, load_file
+from hil.sdk import firmware
 from hil.session import Session
 from hil.transports.serial_link import SerialLink
 
@@ -59,8 +59,7 @@ def test_the_runner_says_it_can_load_files(client: RunnerClient) -> None:
     assert client.info.file_load and client.info.protocol >= (1, 1)
 
 
-def test_a_file_on_the_runners_disk_loads_and_then_is_held(client: RunnerClient,
-                                                             pte: Path) -> None:
+def test_a_file_on_the_runners_disk_loads_and_then_is_held(client: RunnerClient, pte: Path) -> None:
     size, digest = pte.stat().st_size, sha256(pte)
     first = load_file(client, str(pte), digest, size)
     assert first.bytes_sent == 0
@@ -71,16 +70,16 @@ def test_a_file_on_the_runners_disk_loads_and_then_is_held(client: RunnerClient,
     assert client.stats.bytes_sent - sent_before < 200  # one small request frame
 
 
-def test_a_missing_file_is_refused_with_the_systems_words(client: RunnerClient,
-                                                          tmp_path: Path) -> None:
+def test_a_missing_file_is_refused_with_the_systems_words(
+    client: RunnerClient, tmp_path: Path
+) -> None:
     with pytest.raises(StaleModelFile) as refused:  # the host then copies it
         load_file(client, str(tmp_path / "absent.pte"), "00" * 32, 10)
     assert "No such file or directory" in str(refused.value)
     assert isinstance(refused.value, DeployError)
 
 
-def test_a_short_or_altered_copy_is_stale(client: RunnerClient, pte: Path,
-                                          tmp_path: Path) -> None:
+def test_a_short_or_altered_copy_is_stale(client: RunnerClient, pte: Path, tmp_path: Path) -> None:
     data = pte.read_bytes()
     short = tmp_path / "short.pte"
     short.write_bytes(data[:-1])

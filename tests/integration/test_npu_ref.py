@@ -46,7 +46,9 @@ class Lrn(nn.Module):
         return self.norm(x)
 
 
-NO_AVG_POOL3D = {"avg_pool3d": "ExecuTorch 1.5.1 has no avg_pool3d.out CPU kernel (the test's point)"}
+NO_AVG_POOL3D = {
+    "avg_pool3d": "ExecuTorch 1.5.1 has no avg_pool3d.out CPU kernel (the test's point)"
+}
 
 
 def lrn(**options: object) -> hil.Case:
@@ -214,6 +216,7 @@ def test_an_unpredictable_tosa_result_is_the_programs_refusal_with_the_status(
     """int32 addition that overflows: PyTorch wraps around, TOSA calls the result
     unpredictable. The program is outside its domain on these inputs (RunRefused, a test
     failure, which a test may expect), not a crash of the target."""
+
     def inputs() -> tuple[torch.Tensor, ...]:
         a = torch.tensor([[1, 2, 3, 2**31 - 1]], dtype=torch.int32)
         return a, torch.ones(1, 4, dtype=torch.int32)

@@ -29,8 +29,12 @@ from hil.targets.ssh import SshTarget
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
-    not (os.path.exists("/usr/sbin/sshd") and shutil.which("qemu-aarch64")
-         and shutil.which("aarch64-linux-gnu-g++") and os.geteuid() == 0),
+    not (
+        os.path.exists("/usr/sbin/sshd")
+        and shutil.which("qemu-aarch64")
+        and shutil.which("aarch64-linux-gnu-g++")
+        and os.geteuid() == 0
+    ),
     reason="needs root, openssh-server, qemu-user and g++-aarch64-linux-gnu (make test installs "
     "them)",
 )
@@ -62,8 +66,11 @@ class PiLab:
         return name
 
     def session(self) -> Session:
-        session = Session(devices=DeviceRegistry.from_dirs([self.folder]), cache_dir=self.cache,
-                          results_dir=self.tmp_path / "results")
+        session = Session(
+            devices=DeviceRegistry.from_dirs([self.folder]),
+            cache_dir=self.cache,
+            results_dir=self.tmp_path / "results",
+        )
         self.sessions.append(session)
         return session
 
@@ -116,14 +123,22 @@ def alive(pid: int) -> bool:
 
 
 def test_firmware_build_for_the_pi_makes_the_runner_bundle(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["--devices", str(REPO / "devices"), "firmware", "build", "--target",
-                     "pi5"]) == 0
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert (
+        cli.main(["--devices", str(REPO / "devices"), "firmware", "build", "--target", "pi5"]) == 0
+    )
     folder = Path(capsys.readouterr().out.strip())
     names = {p.name for p in folder.iterdir()}
-    assert {"hil-runner", "libexecutorch.so", "libexecutorch_backend_xnnpack.so",
-            "libexecutorch_kernels_optimized.so", "libexecutorch_kernels_quantized.so",
-            "libexecutorch_threadpool.so", "MANIFEST"} <= names
+    assert {
+        "hil-runner",
+        "libexecutorch.so",
+        "libexecutorch_backend_xnnpack.so",
+        "libexecutorch_kernels_optimized.so",
+        "libexecutorch_kernels_quantized.so",
+        "libexecutorch_threadpool.so",
+        "MANIFEST",
+    } <= names
     assert "libexecutorch_backend_openvino.so" not in names  # only what the runner needs
     header = (folder / "hil-runner").read_bytes()[:20]
     assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == 183  # aarch64
@@ -232,8 +247,11 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
         point = tmp_path / f"disk{len(mounted)}"
         point.mkdir()
         options = f"size={size}" + (",ro" if read_only else "")
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
         mounted.append(point)
@@ -256,8 +274,7 @@ def test_a_full_disk_is_a_clear_deploy_error(lab: PiLab, tmpfs: Callable[..., Pa
     assert not list((disk / "models").glob("*.part"))  # no half copy left behind
 
 
-def test_a_read_only_folder_is_a_clear_deploy_error(lab: PiLab,
-                                                    tmpfs: Callable[..., Path]) -> None:
+def test_a_read_only_folder_is_a_clear_deploy_error(lab: PiLab, tmpfs: Callable[..., Path]) -> None:
     disk = tmpfs("1m", read_only=True)
     name = lab.device("pi-readonly", remote_dir=str(disk / "hil"))
     session = lab.session()

@@ -18,7 +18,7 @@ import yaml
 from hil import Case, seeded
 from hil.devices import DeviceRegistry
 from hil.resources.virtual_boards import HostRunnerBoard
-from hil.runner import firmware
+from hil.sdk import firmware
 from hil.session import Session
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,9 +60,13 @@ def test_a_board_behind_socket_url_runs_cases_like_a_local_one(
 ) -> None:
     folder = tmp_path / "devices"
     folder.mkdir()
-    spec = {"name": "net-board", "kind": "serial", "recipes": ["portable", "xnnpack-fp32"],
-            "latency": {"warmup": 1, "min_runs": 3, "min_time_s": 0.01, "max_runs": 20},
-            "connection": {"port": network_port, "reply_timeout_s": 3.0}}
+    spec = {
+        "name": "net-board",
+        "kind": "serial",
+        "recipes": ["portable", "xnnpack-fp32"],
+        "latency": {"warmup": 1, "min_runs": 3, "min_time_s": 0.01, "max_runs": 20},
+        "connection": {"port": network_port, "reply_timeout_s": 3.0},
+    }
     (folder / "net-board.yaml").write_text(yaml.safe_dump(spec))
     registry = DeviceRegistry.from_dirs([REPO / "devices", folder])
     case = Case("conv_net", lambda: torch.nn.Conv2d(3, 16, 3, padding=1), seeded((1, 3, 64, 64)))

@@ -155,8 +155,13 @@ print(json.dumps({"installed": sorted(installed), "verdict": result.verdict,
 def test_a_part_whose_shipped_code_changed_stays_out_and_the_export_is_right(
     tmp_path: Path,
 ) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HIL_CACHE_DIR": str(tmp_path / "cache"),
-           "HIL_RESULTS_DIR": str(tmp_path / "results"), "HIL_DEVICES": str(REPO / "devices")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HIL_CACHE_DIR": str(tmp_path / "cache"),
+        "HIL_RESULTS_DIR": str(tmp_path / "results"),
+        "HIL_DEVICES": str(REPO / "devices"),
+    }
     env.pop("HIL_PRISTINE_EXPORT", None)
     done = subprocess.run([sys.executable, "-c", CHANGED_TORCH], capture_output=True, text=True,
                           env=env, timeout=900, check=False, cwd=tmp_path)  # fmt: skip

@@ -14,9 +14,9 @@ import pytest
 
 from hil.devices import DeviceRegistry
 from hil.errors import TargetCrash, TargetUnavailable
-from hil.runner import firmware
 from hil.runner import messages as m
 from hil.runner.selftest import selftest
+from hil.sdk import firmware
 from hil.session import Session
 from hil.targets.serial import runner_client
 
@@ -41,7 +41,11 @@ def test_selftest_passes_on_the_emulated_m55(repo_devices: DeviceRegistry) -> No
         info = client.info
     assert report.ok, report.render()
     assert [s.name for s in report.steps] == [
-        "handshake", "chunked transfer", "echo integrity", "throughput"]
+        "handshake",
+        "chunked transfer",
+        "echo integrity",
+        "throughput",
+    ]
     assert info is not None and info.platform == "cortex-m55/mps3-an547"
     assert info.clock_kind == m.CLOCK_CYCLES and info.engine_name == "echo"
     assert info.build_id == firmware.build_id_for(firmware.firmware_config(spec))
@@ -52,8 +56,9 @@ def test_fault_is_reported_with_status_and_stacked_registers_and_survives_reset(
     repo_devices: DeviceRegistry,
 ) -> None:
     image = firmware.build(firmware.firmware_config(repo_devices.get("qemu-m55"))).binary
-    symbols = subprocess.run(["arm-none-eabi-nm", str(image)], capture_output=True, text=True,
-                             check=True).stdout
+    symbols = subprocess.run(
+        ["arm-none-eabi-nm", str(image)], capture_output=True, text=True, check=True
+    ).stdout
     faulting = int(re.search(r"^([0-9a-f]+) T hil_platform_fault$", symbols, re.M)[1], 16)
     with runner_client(repo_devices.get("qemu-m55")) as client:
         client.hello()

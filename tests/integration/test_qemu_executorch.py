@@ -35,10 +35,12 @@ SDKS = OUTER_SDK_DIR
 QEMU_SDK = find_sdk(BOARDS["qemu-m55"], "qemu-m55", SDKS)
 MISSING = [tool for tool in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(tool) is None]
 pytestmark = [
-    pytest.mark.skipif(not ROOT and QEMU_SDK is None,
-                       reason="no ExecuTorch for the Cortex-M55: no qemu-m55 SDK in "
-                       f"{SDKS} and EXECUTORCH_ROOT is not set; fix: hil sdk build "
-                       "--executorch <checkout> --board qemu-m55 (README)"),
+    pytest.mark.skipif(
+        not ROOT and QEMU_SDK is None,
+        reason="no ExecuTorch for the Cortex-M55: no qemu-m55 SDK in "
+        f"{SDKS} and EXECUTORCH_ROOT is not set; fix: hil sdk build "
+        "--executorch <checkout> --board qemu-m55 (README)",
+    ),
     pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not installed"),
 ]
 
@@ -56,8 +58,13 @@ QUICK = TimingPolicy(warmup=0, min_runs=1, min_time_s=0.0, max_runs=1, max_time_
 
 def small() -> nn.Module:
     torch.manual_seed(0)
-    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-                         nn.Flatten(), nn.Linear(8, 4))
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 4),
+    )
 
 
 class Sine(nn.Module):
@@ -92,9 +99,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     (devices / "qemu-m55.yaml").write_text((REPO / "devices" / "qemu-m55.yaml").read_text())
     variant(devices, "qemu-m55-uart", model_load="link")
     variant(devices, "qemu-m55-tight", defines={"HIL_POOL_PLANNED_SIZE": "0x4000"})
-    with Session(devices=DeviceRegistry.from_dirs([devices]),
-                 cache_dir=tmp_path_factory.mktemp("cache"),
-                 results_dir=tmp_path_factory.mktemp("results")) as session:
+    with Session(
+        devices=DeviceRegistry.from_dirs([devices]),
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        results_dir=tmp_path_factory.mktemp("results"),
+    ) as session:
         yield session
 
 
@@ -107,7 +116,8 @@ def test_a_model_runs_on_the_emulated_m55(lab: Session, recipe: str) -> None:
     assert result.deploy_bytes == 0  # LOAD_FILE: nothing crossed the UART
     assert result.counters["cpu_cycles"] > 0
     assert result.counters["qemu_instructions_median"] == pytest.approx(
-        result.counters["cpu_cycles"] * 1e9 / result.counters["runner_clock_hz"])
+        result.counters["cpu_cycles"] * 1e9 / result.counters["runner_clock_hz"]
+    )
     assert result.counters["planned_pool_peak_bytes"] > 0
     assert result.counters["method_pool_peak_bytes"] > 0
     target = lab.target("qemu-m55")
@@ -161,7 +171,8 @@ DRIVER = Path(os.environ.get("ETHOSU_DRIVER_ROOT", ""))
 
 @pytest.mark.parametrize("preset", ["corstone-300", "corstone-320"])
 def test_a_corstone_runner_with_the_real_driver_boots_and_reports_the_npu_missing(
-    tmp_path: Path, preset: str,
+    tmp_path: Path,
+    preset: str,
 ) -> None:
     """ExecuTorch with the Ethos-U delegate and Arm's driver, started on QEMU, which models no
     NPU: the start fails (refused, or faulted and not retried), the runner says so and serves.
@@ -172,19 +183,35 @@ def test_a_corstone_runner_with_the_real_driver_boots_and_reports_the_npu_missin
     if not ROOT and board_sdk is None:
         pytest.skip(f"no {preset} SDK in {SDKS}: hil sdk build ... --board {preset}")
     if preset == "corstone-320":
-        defines = {"HIL_VECTOR_REGION": "ITCM", "HIL_DATA_REGION": "SRAM",
-                   "HIL_UART0_BASE": "0x49303000"}
+        defines = {
+            "HIL_VECTOR_REGION": "ITCM",
+            "HIL_DATA_REGION": "SRAM",
+            "HIL_UART0_BASE": "0x49303000",
+        }
         if ROOT:  # one hand-built install: its driver library is the U55's
             if not (DRIVER / "CMakeLists.txt").exists():
-                pytest.skip("the U85 needs the driver built from source: set "
-                            "ETHOSU_DRIVER_ROOT to ethos-u-core-driver")
+                pytest.skip(
+                    "the U85 needs the driver built from source: set "
+                    "ETHOSU_DRIVER_ROOT to ethos-u-core-driver"
+                )
             defines["ETHOSU_DRIVER_ROOT"] = str(DRIVER)
-    (tmp_path / f"qemu-{preset}.yaml").write_text(yaml.safe_dump({
-        "name": f"qemu-{preset}", "kind": "serial", "description": f"{preset} on QEMU",
-        "recipes": ["portable"], "latency": {"timing": "emulated"}, "memory": {},
-        "connection": {"virtual": "qemu-mps3-an547", "reply_timeout_s": 10.0,
-                       "firmware": {"preset": preset, "defines": defines}},
-    }))
+    (tmp_path / f"qemu-{preset}.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": f"qemu-{preset}",
+                "kind": "serial",
+                "description": f"{preset} on QEMU",
+                "recipes": ["portable"],
+                "latency": {"timing": "emulated"},
+                "memory": {},
+                "connection": {
+                    "virtual": "qemu-mps3-an547",
+                    "reply_timeout_s": 10.0,
+                    "firmware": {"preset": preset, "defines": defines},
+                },
+            }
+        )
+    )
     spec = DeviceRegistry.from_dirs([tmp_path]).get(f"qemu-{preset}")
     _, board = prepare_board(spec)
     url = board.start()

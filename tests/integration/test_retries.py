@@ -29,8 +29,12 @@ def wide() -> torch.nn.Module:
 
 
 # About 1.5 s of runs: long enough to stop the runner in the middle.
-LONG = Case("retry_long", wide, seeded((16, 256)), timing=TimingPolicy(
-    warmup=0, min_runs=3, min_time_s=1.5, max_runs=99999, max_time_s=3.0))
+LONG = Case(
+    "retry_long",
+    wide,
+    seeded((16, 256)),
+    timing=TimingPolicy(warmup=0, min_runs=3, min_time_s=1.5, max_runs=99999, max_time_s=3.0),
+)
 OVER = Case("retry_over_budget", wide, seeded((4, 256)), budget_ms={"*": 1e-9})
 
 
@@ -42,10 +46,18 @@ def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[S
     folder = tmp_path / "devices"
     folder.mkdir()
     for name, args in (("vb_plain", []), ("vb_faults", ["--inject", "fault@1"])):
-        spec = {"name": name, "kind": "serial", "recipes": ["portable"],
-                "latency": {"warmup": 0, "min_runs": 2, "min_time_s": 0.01, "max_runs": 10},
-                "connection": {"virtual": "host-runner", "runner_args": args,
-                               "reply_timeout_s": 1.0, "run_timeout_s": 1.0}}
+        spec = {
+            "name": name,
+            "kind": "serial",
+            "recipes": ["portable"],
+            "latency": {"warmup": 0, "min_runs": 2, "min_time_s": 0.01, "max_runs": 10},
+            "connection": {
+                "virtual": "host-runner",
+                "runner_args": args,
+                "reply_timeout_s": 1.0,
+                "run_timeout_s": 1.0,
+            },
+        }
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
     made: list[Session] = []
     yield made
@@ -54,8 +66,12 @@ def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[S
 
 
 def new_session(tmp_path: Path, cache: Path, retries: int) -> Session:
-    return Session(devices=DeviceRegistry.from_dirs([REPO / "devices", tmp_path / "devices"]),
-                   cache_dir=cache, results_dir=tmp_path / "results", retries=retries)
+    return Session(
+        devices=DeviceRegistry.from_dirs([REPO / "devices", tmp_path / "devices"]),
+        cache_dir=cache,
+        results_dir=tmp_path / "results",
+        retries=retries,
+    )
 
 
 @pytest.mark.parametrize("retries", [0, 1])
@@ -87,8 +103,9 @@ def test_a_silent_runner_is_retried_on_a_fresh_target(
         assert len(attempts.attempts) == 1
 
 
-def test_a_crash_is_never_retried(sessions: list[Session], tmp_path: Path,
-                                  shared_cache: Path) -> None:
+def test_a_crash_is_never_retried(
+    sessions: list[Session], tmp_path: Path, shared_cache: Path
+) -> None:
     session = new_session(tmp_path, shared_cache, retries=3)
     sessions.append(session)
     with pytest.raises(TargetCrash):  # every fresh runner faults on its first run
@@ -97,8 +114,9 @@ def test_a_crash_is_never_retried(sessions: list[Session], tmp_path: Path,
     assert [a.verdict for a in session.last_attempts.attempts] == ["CRASH"]
 
 
-def test_a_verdict_on_the_model_is_never_retried(sessions: list[Session], tmp_path: Path,
-                                                 shared_cache: Path) -> None:
+def test_a_verdict_on_the_model_is_never_retried(
+    sessions: list[Session], tmp_path: Path, shared_cache: Path
+) -> None:
     session = new_session(tmp_path, shared_cache, retries=3)
     sessions.append(session)
     result = session.check(OVER, "vb_plain", "portable")

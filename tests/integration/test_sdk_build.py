@@ -124,7 +124,7 @@ def test_the_command_takes_kernels_from_a_real_program_and_prints_the_sdk(
     assert "2 portable operators from 1 programs" in dry
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out.strip().splitlines()[-1]
-    from hil.runner import firmware
+    from hil.sdk import firmware
 
     config = firmware.firmware_config(session.devices.get("qemu-m55"))
     assert firmware.bare_metal_executorch_root(config) == Path(printed)

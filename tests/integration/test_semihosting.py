@@ -26,7 +26,8 @@ from hil.targets.serial import client_on, prepare_board
 
 MISSING = [tool for tool in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason=f"{', '.join(MISSING)} not installed; fix: apt-get install "
+    bool(MISSING),
+    reason=f"{', '.join(MISSING)} not installed; fix: apt-get install "
     "qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi (make setup does)",
 )
 
@@ -36,8 +37,10 @@ def spec_for(tmp_path: Path, mode: str, served: bool, preset: str = "corstone-30
     name = f"sh-{preset}-{mode.lower() or 'preset'}-{int(served)}"
     semihosting = f', HIL_SEMIHOSTING: "{mode}"' if mode else ""
     if preset.startswith("corstone-320"):  # onto QEMU's SSE-300 map (test_qemu_executorch.py)
-        semihosting += (', HIL_VECTOR_REGION: ITCM, HIL_CODE_REGION: DDR, HIL_DATA_REGION: SRAM, '
-                        'HIL_UART0_BASE: "0x49303000"')
+        semihosting += (
+            ", HIL_VECTOR_REGION: ITCM, HIL_CODE_REGION: DDR, HIL_DATA_REGION: SRAM, "
+            'HIL_UART0_BASE: "0x49303000"'
+        )
     (tmp_path / f"{name}.yaml").write_text(f"""
 name: {name}
 kind: serial
@@ -70,16 +73,20 @@ class Booted:
 
 
 def semihosting_calls(elf: Path) -> int:
-    out = subprocess.run(["arm-none-eabi-objdump", "-d", str(elf)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["arm-none-eabi-objdump", "-d", str(elf)], capture_output=True, text=True, check=True
+    ).stdout
     return len(re.findall(r"\bbkpt\s+0x00ab\b", out))
 
 
-@pytest.mark.parametrize(("preset", "mode"), [("corstone-300-board", ""),
-                                              ("corstone-320-board", ""),
-                                              ("corstone-300", "OFF")])
+@pytest.mark.parametrize(
+    ("preset", "mode"),
+    [("corstone-300-board", ""), ("corstone-320-board", ""), ("corstone-300", "OFF")],
+)
 def test_a_board_build_boots_and_answers_where_nothing_serves_semihosting(
-    tmp_path: Path, preset: str, mode: str,
+    tmp_path: Path,
+    preset: str,
+    mode: str,
 ) -> None:
     """The board presets (AUTO: DHCSR.C_DEBUGEN reads 0 under QEMU, as on a board with no
     debugger) and an OFF build never execute a semihosting call."""

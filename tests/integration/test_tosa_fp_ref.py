@@ -45,8 +45,10 @@ def test_a_float_model_runs_its_tosa_graph_in_the_reference_model(session: Sessi
     assert "TOSA reference model (delegate_0)" in result.log and "no timing" in result.log
     assert result.latency is None  # no device behind it: nothing to time
     graph = result.artifact.folder / "delegates" / "delegate_0" / "out.tosa"
-    assert hashlib.sha256(graph.read_bytes()).hexdigest() == \
-        result.artifact.details["delegates"][0]["tosa_sha256"]
+    assert (
+        hashlib.sha256(graph.read_bytes()).hexdigest()
+        == result.artifact.details["delegates"][0]["tosa_sha256"]
+    )
     assert result.artifact.details["tosa_spec"] == "TOSA-1.0+FP"
 
 

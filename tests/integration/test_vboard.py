@@ -12,7 +12,7 @@ from torch import nn
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry
-from hil.runner import firmware
+from hil.sdk import firmware
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.verdict.result import CheckResult
@@ -85,8 +85,9 @@ def test_tensors_larger_than_a_frame_cross_in_pieces(session: Session) -> None:
 
 
 def test_several_inputs_of_several_dtypes(session: Session) -> None:
-    case = Case("lookup", Lookup,
-                lambda: (torch.rand(3, 4), torch.tensor([1, 7, 3], dtype=torch.int64)))
+    case = Case(
+        "lookup", Lookup, lambda: (torch.rand(3, 4), torch.tensor([1, 7, 3], dtype=torch.int64))
+    )
     result = session.check(case, "vboard", "portable")
     assert result.passed, result.failure_message()
 
@@ -131,7 +132,7 @@ def test_a_kernel_list_refuses_a_program_before_any_byte_is_sent(
     The list here is written by hand onto the virtual board's driver; hil sets it from the
     SDK for qemu-m55, FVPs and boards (tests/integration/test_sdk_build.py)."""
     from hil.errors import MissingKernel
-    from hil.sdk.kernels import KernelList
+    from hil.runner.kernels import KernelList
 
     scale = Case("sdk_listed_scale", Scale, seeded((1, 8)))
     target = session.target("vboard")

@@ -30,9 +30,9 @@ from hil.errors import (
 )
 from hil.recipes import make_recipe
 from hil.resources.virtual_boards import HostRunnerBoard
-from hil.runner import firmware
 from hil.runner import messages as m
 from hil.runner.client import LinkPolicy, RunnerClient
+from hil.sdk import firmware
 from hil.session import Session
 from hil.targets.serial import SerialTarget
 from hil.transports.serial_link import SerialLink
@@ -53,9 +53,12 @@ def wide() -> nn.Module:
 
 TINY = Case("tiny_mlp", tiny, seeded((2, 16)))
 # Runs on the runner for 30 s unless stopped: long enough to be killed in the middle.
-LONG = Case("tiny_mlp_long", tiny, seeded((2, 16)),
-            timing=TimingPolicy(warmup=0, min_runs=10**6, min_time_s=30.0, max_runs=10**7,
-                                max_time_s=60.0))
+LONG = Case(
+    "tiny_mlp_long",
+    tiny,
+    seeded((2, 16)),
+    timing=TimingPolicy(warmup=0, min_runs=10**6, min_time_s=30.0, max_runs=10**7, max_time_s=60.0),
+)
 
 
 class Lab:
@@ -69,15 +72,20 @@ class Lab:
         self.sessions: list[Session] = []
 
     def device(self, name: str, connection: dict[str, object]) -> None:
-        spec = {"name": name, "kind": "serial", "recipes": ["portable", "xnnpack-int8"],
-                "latency": {"warmup": 1, "min_runs": 3, "min_time_s": 0.01, "max_runs": 50},
-                "connection": connection}
+        spec = {
+            "name": name,
+            "kind": "serial",
+            "recipes": ["portable", "xnnpack-int8"],
+            "latency": {"warmup": 1, "min_runs": 3, "min_time_s": 0.01, "max_runs": 50},
+            "connection": connection,
+        }
         (self.folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
 
     def session(self) -> Session:
         registry = DeviceRegistry.from_dirs([REPO / "devices", self.folder])
-        session = Session(devices=registry, cache_dir=self.cache,
-                          results_dir=self.tmp_path / "results")
+        session = Session(
+            devices=registry, cache_dir=self.cache, results_dir=self.tmp_path / "results"
+        )
         self.sessions.append(session)
         return session
 
@@ -124,8 +132,15 @@ def test_runner_that_faults_is_a_crash_naming_the_signal(lab: Lab) -> None:
 
 
 def test_runner_hang_times_out_and_takes_the_target_out_of_service(lab: Lab) -> None:
-    lab.device("vhang", {"virtual": "host-runner", "runner_args": ["--inject", "hang@1"],
-                             "reply_timeout_s": 1.0, "run_timeout_s": 1.5})
+    lab.device(
+        "vhang",
+        {
+            "virtual": "host-runner",
+            "runner_args": ["--inject", "hang@1"],
+            "reply_timeout_s": 1.0,
+            "run_timeout_s": 1.5,
+        },
+    )
     session = lab.session()
     with pytest.raises(LinkTimeout, match="silent during RUN") as caught:
         session.check(TINY, "vhang", "portable")
@@ -153,8 +168,9 @@ def test_a_failed_provision_stops_the_runner_it_started(lab: Lab) -> None:
     """The runner starts and answers, but with the echo engine: the provision fails, and the
     runner process it started is gone before the error reaches the test."""
     marker = f"model={os.getpid() % 1000 + 100}K"  # a pool size only this test's runner has
-    lab.device("vecho", {"virtual": "host-runner",
-                         "runner_args": ["--engine", "echo", "--pool", marker]})
+    lab.device(
+        "vecho", {"virtual": "host-runner", "runner_args": ["--engine", "echo", "--pool", marker]}
+    )
     session = lab.session()
     with pytest.raises(TargetUnavailable, match="echo engine, which links no ExecuTorch"):
         session.check(TINY, "vecho", "portable")
@@ -168,7 +184,8 @@ def test_model_larger_than_the_pool_is_refused_naming_both_sizes(lab: Lab) -> No
         session.check(TINY, "vsmall", "portable")
     size = session.artifact(session.built(TINY), make_recipe("portable")).size
     assert f"the .pte is {size} bytes, larger than the runner's 2048-byte model pool" in str(
-        caught.value)
+        caught.value
+    )
     # The runner refuses it too, for a host that does not check first.
     target = session.target("vsmall")
     assert isinstance(target, SerialTarget)
@@ -211,11 +228,13 @@ def test_debug_hang_request_is_a_timeout_not_a_wrong_answer(runner_board: HostRu
 def test_line_noise_is_caught_retried_and_outputs_still_match_host(
     lab: Lab, runner_board: HostRunnerBoard
 ) -> None:
-    relay = CorruptingRelay(runner_board.start(),
-                            Damage(flip_every=97, drop_every=151, garbage_every=131), seed=7)
+    relay = CorruptingRelay(
+        runner_board.start(), Damage(flip_every=97, drop_every=151, garbage_every=131), seed=7
+    )
     try:
-        lab.device("noisy", {"port": relay.path, "reply_timeout_s": 1.0,
-                                 "bytes_per_s": 5e6, "retries": 8})
+        lab.device(
+            "noisy", {"port": relay.path, "reply_timeout_s": 1.0, "bytes_per_s": 5e6, "retries": 8}
+        )
         session = lab.session()
         big = Case("scale_noisy", wide, seeded((64, 300)))
         for case in (TINY, big):
@@ -257,12 +276,16 @@ def test_model_chunks_damaged_in_transit_never_reach_the_model() -> None:
     refuses anything else), so the model the runner then runs is byte for byte the one sent."""
     runner = firmware.build(firmware.FirmwareConfig("host")).binary
     board = HostRunnerBoard("damaged-transfer", runner, ["--engine", "echo"])
-    relay = CorruptingRelay(board.start(), Damage(flip_every=41, drop_every=67,
-                                                  directions=("to_runner",)), seed=3)
+    relay = CorruptingRelay(
+        board.start(), Damage(flip_every=41, drop_every=67, directions=("to_runner",)), seed=3
+    )
     link = SerialLink(relay.path).open()
     try:
-        client = RunnerClient(link, name="damaged-transfer",
-                              policy=LinkPolicy(reply_timeout_s=1.0, bytes_per_s=5e6, retries=10))
+        client = RunnerClient(
+            link,
+            name="damaged-transfer",
+            policy=LinkPolicy(reply_timeout_s=1.0, bytes_per_s=5e6, retries=10),
+        )
         client.hello()
         model = os.urandom(3 << 20)
         outcome = client.load(model)  # the runner checks the sha256 of what it took

@@ -73,8 +73,7 @@ def test_a_model_runs_as_vgf_on_the_emulation_layer_and_passes(
     vgf = (folder / "out.vgf").read_bytes()
     assert vgf.startswith(b"VGF1")
     assert hashlib.sha256(vgf).hexdigest() == delegate["vgf_sha256"]
-    assert hashlib.sha256((folder / "out.tosa").read_bytes()).hexdigest() == \
-        delegate["tosa_sha256"]
+    assert hashlib.sha256((folder / "out.tosa").read_bytes()).hexdigest() == delegate["tosa_sha256"]
     assert result.to_record()["partition"]["delegates"] == 1
     if recipe == "vgf":  # int8: the emulation layer computes the TOSA graph's integers exactly
         assert "delegate_0 identical" in result.log
@@ -89,7 +88,7 @@ def _one_weight_changed(vgf: bytes) -> bytes:
 
     (offset,) = struct.unpack_from("<Q", vgf, vgfpy.HEADER_CONSTANT_SECTION_OFFSET_OFFSET)
     (size,) = struct.unpack_from("<Q", vgf, vgfpy.HEADER_CONSTANT_SECTION_SIZE_OFFSET)
-    section = vgf[offset:offset + size]
+    section = vgf[offset : offset + size]
     decoder = vgfpy.CreateConstantDecoder(section, size)
     weights = max((decoder.getConstant(i).tobytes() for i in range(decoder.size())), key=len)
     at = offset + section.index(weights) + len(weights) // 2
@@ -117,15 +116,19 @@ class WrongWeightVgfRecipe(VgfRecipe):
         data.data = _one_weight_changed(bytes(data.data))
         (workdir / "delegates" / "delegate_0" / "out.vgf").write_bytes(data.data)
         details: dict[str, Any] = dict(product.details)
-        details["delegates"] = [{**details["delegates"][0],
-                                 "vgf_sha256": hashlib.sha256(data.data).hexdigest()}]
+        details["delegates"] = [
+            {**details["delegates"][0], "vgf_sha256": hashlib.sha256(data.data).hexdigest()}
+        ]
         return ExportProduct(bytes(serialize_pte_binary(pte)), product.output_scales,
                              product.quantized_reference, product.quantized_ops,
                              product.sensitivity, details)  # fmt: skip
 
 
 def test_a_wrong_weight_in_the_vgf_is_a_mismatch_that_names_the_delegate(
-    vgf_ready: None, session: Session, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    vgf_ready: None,
+    session: Session,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setitem(RECIPES, WrongWeightVgfRecipe.name, WrongWeightVgfRecipe)
     monkeypatch.setattr(VgfEmuTarget, "recipe_names", (WrongWeightVgfRecipe.name, "vgf-fp"))
@@ -148,7 +151,9 @@ def _device_with(folder: Path, recipe: str) -> Path:
 
 
 def test_a_validation_error_fails_the_run_quoting_the_layers_words(
-    vgf_ready: None, session: Session, monkeypatch: pytest.MonkeyPatch,
+    vgf_ready: None,
+    session: Session,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The one report hil allows by name (the emulation layer's own pipelines, at every
     scenario build) taken off the allowed list: the same real run is then refused, quoting
@@ -161,7 +166,10 @@ def test_a_validation_error_fails_the_run_quoting_the_layers_words(
 
 
 def test_without_a_vulkan_driver_the_target_is_unavailable_with_the_fix(
-    vgf_ready: None, repo_devices: DeviceRegistry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    vgf_ready: None,
+    repo_devices: DeviceRegistry,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setattr(environment, "SYSTEM_ICD_DIRS", (str(tmp_path / "no-icd"),))
     target = make_target(repo_devices.get(TARGET))
@@ -172,7 +180,10 @@ def test_without_a_vulkan_driver_the_target_is_unavailable_with_the_fix(
 
 
 def test_without_the_validation_layer_the_target_is_unavailable_with_the_fix(
-    vgf_ready: None, repo_devices: DeviceRegistry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    vgf_ready: None,
+    repo_devices: DeviceRegistry,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setattr(environment, "SYSTEM_LAYER_DIRS", (str(tmp_path / "no-layers"),))
     target = make_target(repo_devices.get(TARGET))
@@ -183,7 +194,9 @@ def test_without_the_validation_layer_the_target_is_unavailable_with_the_fix(
 
 
 def test_a_layer_the_loader_cannot_load_is_found_at_provision(
-    vgf_ready: None, repo_devices: DeviceRegistry, monkeypatch: pytest.MonkeyPatch,
+    vgf_ready: None,
+    repo_devices: DeviceRegistry,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The Tensor layer's library gone (its manifest pointing nowhere): the probe at provision
     fails to create the device, and the target is unavailable, naming the loader's error."""

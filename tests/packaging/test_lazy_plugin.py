@@ -14,16 +14,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-NOT_USING_HIL = '''
+NOT_USING_HIL = """
 import sys
 
 def test_plain(pytestconfig):
     assert pytestconfig.pluginmanager.hasplugin("hil")  # the entry point did load
     heavy = sorted(m for m in ("torch", "executorch", "numpy") if m in sys.modules)
     assert heavy == [], f"imported without hil in use: {heavy}"
-'''
+"""
 
-USING_HIL_UNANNOUNCED = '''
+USING_HIL_UNANNOUNCED = """
 import pytest
 import torch
 
@@ -36,7 +36,7 @@ CASES = [hil.Case("lazy_linear", lambda: torch.nn.Linear(4, 2), hil.seeded((1, 4
 @pytest.mark.hil_cases(CASES)
 def test_block(hil_check):
     assert hil_check().passed
-'''
+"""
 
 
 def _pytest(project: Path, *args: str, cache: Path) -> subprocess.CompletedProcess[str]:
@@ -44,7 +44,12 @@ def _pytest(project: Path, *args: str, cache: Path) -> subprocess.CompletedProce
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 

@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-TEST_BLOCK = '''
+TEST_BLOCK = """
 from pathlib import Path
 
 import pytest
@@ -48,13 +48,15 @@ def test_hil_comes_from_the_installed_wheel():
 def test_block(hil_check):
     result = hil_check()
     assert result.passed and result.verdict == "PASS"
-'''
+"""
 
 
-def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
-         timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
     assert done.returncode == 0, f"{argv}\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     return done
 
@@ -64,8 +66,13 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv with the wheel of this checkout installed, and torch & co. borrowed."""
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"  # a copy: the build writes build/ and egg-info beside the code
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv*", ".hil", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"))
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv*", ".hil", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+        ),
+    )
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
           "-q", "-w", str(root / "dist"), str(source)], cwd=root)  # fmt: skip
     wheel = next((root / "dist").glob("hil-*.whl"))

@@ -39,4 +39,3 @@ def exporter_imported(
             s.check(case, "host", recipe)
     for module in LAZY_BACKEND_MODULES:
         importlib.import_module(module)
-

@@ -21,7 +21,7 @@ def wheel_ops(backend: str = "arm") -> Path:
 
 
 # A test file an operator author might write: their real pipeline classes and helpers.
-AUTHORED = '''
+AUTHORED = """
 import torch
 from executorch.backends.arm.quantizer.arm_quantizer import (
     get_symmetric_a16w8_quantization_config,
@@ -66,7 +66,7 @@ def test_add_tosa_INT_never_runs():
 
 def test_add_vgf():
     VgfPipeline(Add(), inputs(), ATEN, EXIR).run()
-'''
+"""
 
 
 def run(pytester: pytest.Pytester, shared_cache: Path, *args: str) -> pytest.RunResult:
@@ -115,7 +115,8 @@ def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     theirs = [r["executorch"] for r in rows if r.get("executorch")]
     assert theirs and all(t["their_rule"] in ("PASS", "FAIL", "n/a") for t in theirs)
     assert 'data-kind="executorch"' in (out / "report.html").read_text() or all(
-        r["category"] == "pass" for r in rows)  # shown beside a failure's details
+        r["category"] == "pass" for r in rows
+    )  # shown beside a failure's details
 
 
 def test_the_wheels_float_add_rows_are_judged_in_their_own_float_types(
@@ -136,8 +137,13 @@ def test_the_wheels_float_add_rows_are_judged_in_their_own_float_types(
     on_tosa = [r for r in judged if r["target"] == "tosa-fp-ref"]
     assert all(r["artifact"]["details"]["tosa_spec"] == "TOSA-1.0+FP+bf16"  # type: ignore[index]
                for r in on_tosa)  # fmt: skip
-    bf16 = [c["basis"] for r in judged if r["executorch"]["variant"] == "bf16"  # type: ignore[index]
-            for c in r["checks"] if c["question"] == "target"]  # type: ignore[attr-defined]
+    bf16 = [
+        c["basis"]
+        for r in judged
+        if r["executorch"]["variant"] == "bf16"  # type: ignore[index]
+        for c in r["checks"]
+        if c["question"] == "target"
+    ]  # type: ignore[attr-defined]
     assert bf16 and all(b.startswith("bf16: 4 ulps") for b in bf16)
 
 
@@ -166,7 +172,9 @@ def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
     result.assert_outcomes(passed=2, failed=2, skipped=1)
     text = result.stdout.str()
     assert "their stage assertions do not hold on hil's lowering" in text
-    assert "torch.ops.higher_order.executorch_call_delegate: expected 2, hil's lowering has 1" in text
+    assert (
+        "torch.ops.higher_order.executorch_call_delegate: expected 2, hil's lowering has 1" in text
+    )
     assert "never called its run(): nothing was judged" in text
     assert "VgfPipeline runs on vgf-emu (the VGF recipes), not on u85-ref" in text
     variants = {str(r["case"]): r["executorch"]["variant"]  # type: ignore[index]
@@ -212,8 +220,7 @@ def test_the_wheels_vgf_add_rows_run_on_vgf_emu(
     assert "Did not find model-converter" not in result.stdout.str()
     found = [r for r in records(pytester) if "executorch" in r]
     assert {r["recipe"] for r in found} == {"vgf", "vgf-fp"}
-    assert {r["executorch"]["variant"] for r in found} >= {"int8", "a16w8", "fp32", "fp16",
-                                                           "bf16"}  # type: ignore[index]
+    assert {r["executorch"]["variant"] for r in found} >= {"int8", "a16w8", "fp32", "fp16", "bf16"}  # type: ignore[index]
 
 
 def test_a_none_argument_of_their_module_is_a_constant(

@@ -60,20 +60,28 @@ def quarantine_file(folder: Path, expires: datetime.date) -> Path:
 
 def test_quarantined_failures_and_passes_are_reported_as_such(project: pytest.Pytester) -> None:
     path = quarantine_file(project.path, datetime.date.today() + datetime.timedelta(days=30))
-    result = project.runpytest("--target=host", f"--hil-quarantine={path}", "-rxX",
-                               "--hil-results-dir=results", "test_suite.py::test_case")
+    result = project.runpytest(
+        "--target=host",
+        f"--hil-quarantine={path}",
+        "-rxX",
+        "--hil-results-dir=results",
+        "test_suite.py::test_case",
+    )
     result.assert_outcomes(failed=1, xfailed=1, xpassed=1)  # "other" is not quarantined
-    result.stdout.fnmatch_lines([
-        "*= hil lab =*",
-        "quarantined: 1 known failure(s), 1 quarantined case(s) passed (their entries can go)",
-        "  slow on host ?portable?: OVER BUDGET; budget for a faster host (HIL-31, until *",
-        "  fine on host ?portable?: passed; was flaky (HIL-32, until *",
-        "*short test summary info*",
-        "XFAIL *slow-host-portable* - quarantined: budget for a faster host (HIL-31; until *",
-        "XPASS *fine-host-portable* - quarantined, but passed: was flaky (HIL-32; until *",
-    ])
-    records = {r["case"]: r for r in map(json.loads, (project.path / "results/records.jsonl")
-                                         .open())}
+    result.stdout.fnmatch_lines(
+        [
+            "*= hil lab =*",
+            "quarantined: 1 known failure(s), 1 quarantined case(s) passed (their entries can go)",
+            "  slow on host ?portable?: OVER BUDGET; budget for a faster host (HIL-31, until *",
+            "  fine on host ?portable?: passed; was flaky (HIL-32, until *",
+            "*short test summary info*",
+            "XFAIL *slow-host-portable* - quarantined: budget for a faster host (HIL-31; until *",
+            "XPASS *fine-host-portable* - quarantined, but passed: was flaky (HIL-32; until *",
+        ]
+    )
+    records = {
+        r["case"]: r for r in map(json.loads, (project.path / "results/records.jsonl").open())
+    }
     assert records["slow"]["quarantine"]["issue"] == "HIL-31"
     assert records["fine"]["quarantine"]["issue"] == "HIL-32"
     assert "quarantine" not in records["other"]
@@ -97,8 +105,9 @@ def test_an_expired_entry_stops_the_run_naming_it(project: pytest.Pytester) -> N
     path = quarantine_file(project.path, datetime.date.today() - datetime.timedelta(days=1))
     result = project.runpytest("--target=host", f"--hil-quarantine={path}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*2 expired entries: entry 1 (slow-host-*: budget for a "
-                                 "faster host, HIL-31) expired on *"])
+    result.stderr.fnmatch_lines(
+        ["*2 expired entries: entry 1 (slow-host-*: budget for a faster host, HIL-31) expired on *"]
+    )
 
 
 def test_retries_must_be_a_whole_number(project: pytest.Pytester) -> None:

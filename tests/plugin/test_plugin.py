@@ -71,7 +71,9 @@ def test_unknown_target_is_a_usage_error_listing_valid_names(project: pytest.Pyt
     result = project.runpytest("--target=hots")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*unknown target 'hots'; valid targets: *flaky, fvp-u55, fvp-u85, ghost, host, host2, *vboard"]
+        [
+            "*unknown target 'hots'; valid targets: *flaky, fvp-u55, fvp-u85, ghost, host, host2, *vboard"
+        ]
     )
 
 
@@ -343,7 +345,6 @@ def test_a_module_whose_cases_do_not_apply_is_deselected_not_skipped(
     )
     result = project.runpytest("test_npu_only.py", "--target=host")
     result.assert_outcomes(deselected=1)  # no "got empty parameter set" skip
-
 
 
 def test_hil_explain_explains_passing_checks_into_records_and_node_error_files(

@@ -33,17 +33,24 @@ def test_case(hil_check):
 
 def serial_device(folder: Path, name: str, inject: str) -> None:
     spec = {
-        "name": name, "kind": "serial", "recipes": ["portable"],
+        "name": name,
+        "kind": "serial",
+        "recipes": ["portable"],
         "latency": {"warmup": 0, "min_runs": 2, "min_time_s": 0.01, "max_runs": 10},
-        "connection": {"virtual": "host-runner", "runner_args": ["--inject", inject],
-                       "reply_timeout_s": 1.0, "run_timeout_s": 1.0},
+        "connection": {
+            "virtual": "host-runner",
+            "runner_args": ["--inject", inject],
+            "reply_timeout_s": 1.0,
+            "run_timeout_s": 1.0,
+        },
     }
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, shared_cache: Path,
-            monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def project(
+    pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
     monkeypatch.setenv("HIL_FIRMWARE_DIR", str(REPO / ".hil" / "firmware"))  # reuse builds
     devices = pytester.mkdir("devices")
     serial_device(devices, "hangs", "hang@1")
@@ -61,10 +68,12 @@ def test_hung_runner_fails_its_case_and_skips_the_rest_with_the_first_cause(
 ) -> None:
     result = project.runpytest("--target=hangs", "-rs")
     result.assert_outcomes(failed=1, skipped=2)
-    result.stdout.fnmatch_lines([
-        "*LinkTimeout*silent during RUN*",
-        "SKIPPED*target hangs is out of service since an earlier failure*silent during RUN*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*LinkTimeout*silent during RUN*",
+            "SKIPPED*target hangs is out of service since an earlier failure*silent during RUN*",
+        ]
+    )
 
 
 def test_crashed_runner_fails_its_case_and_the_next_case_gets_a_fresh_runner(

@@ -23,5 +23,6 @@ def npu_run(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Npu
     run = run_npu(tmp_path_factory.mktemp("npu"), shared_cache, devices)
     # a run that produced nothing is a failure of what these tests read, never a skip
     assert (run.results / "records.jsonl").read_text().strip(), (
-        f"u85-ref produced no result here (pytest exit {run.exit_code})")
+        f"u85-ref produced no result here (pytest exit {run.exit_code})"
+    )
     return run

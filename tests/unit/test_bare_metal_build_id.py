@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from hil.errors import MissingKernel
-from hil.runner import firmware
 from hil.runner.channel import missing_operator
+from hil.sdk import firmware
 
-pytestmark = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
-                                reason="needs gcc-arm-none-eabi (its version is hashed)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("arm-none-eabi-gcc") is None,
+    reason="needs gcc-arm-none-eabi (its version is hashed)",
+)
 
 
 def install(root: Path, library: bytes, version: str = "1.5.0\ncff6f4dd\n") -> Path:
@@ -48,19 +50,25 @@ def test_the_build_id_follows_the_install(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert build_id(monkeypatch, a) != rebuilt  # another version file
     # HIL_ENGINE_EXECUTORCH=OFF is the echo build whatever the environment says
     assert build_id(monkeypatch, a, HIL_ENGINE_EXECUTORCH="OFF") == build_id(
-        monkeypatch, None, HIL_ENGINE_EXECUTORCH="OFF")
+        monkeypatch, None, HIL_ENGINE_EXECUTORCH="OFF"
+    )
     # a define names the install too, ahead of the environment
     assert build_id(monkeypatch, None, EXECUTORCH_ROOT=str(a)) == build_id(
-        monkeypatch, b, EXECUTORCH_ROOT=str(a))
+        monkeypatch, b, EXECUTORCH_ROOT=str(a)
+    )
 
 
-@pytest.mark.parametrize(("operator", "option"), [
-    ("aten::sin.out", "EXECUTORCH_SELECT_OPS_LIST"),
-    ("cortex_m::quantized_lstm.out", "EXECUTORCH_BUILD_CORTEX_M"),
-    ("quantized_decomposed::add.out", "EXECUTORCH_BUILD_KERNELS_QUANTIZED"),
-])
+@pytest.mark.parametrize(
+    ("operator", "option"),
+    [
+        ("aten::sin.out", "EXECUTORCH_SELECT_OPS_LIST"),
+        ("cortex_m::quantized_lstm.out", "EXECUTORCH_BUILD_CORTEX_M"),
+        ("quantized_decomposed::add.out", "EXECUTORCH_BUILD_KERNELS_QUANTIZED"),
+    ],
+)
 def test_a_missing_operator_names_it_and_the_build_option(operator: str, option: str) -> None:
     error = missing_operator(
-        "qemu-m55", f"missing operator {operator}: this runner's ExecuTorch (1.5.0) has no kernel")
+        "qemu-m55", f"missing operator {operator}: this runner's ExecuTorch (1.5.0) has no kernel"
+    )
     assert isinstance(error, MissingKernel) and error.operator == operator
     assert operator in error.message and error.fix is not None and option in error.fix

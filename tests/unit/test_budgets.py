@@ -63,7 +63,9 @@ def test_an_over_budget_run_names_both_numbers() -> None:
     check = latency_check(budget, stats, None)
     assert check is not None and check.status is Status.FAIL
     assert check.describe() == "latency (median): latency_ms = 2, limit <= 1"
-    ok = latency_check(budget_for(case(budget_ms={"*": 2.5}), device(scale=1.0), "portable"), stats, None)
+    ok = latency_check(
+        budget_for(case(budget_ms={"*": 2.5}), device(scale=1.0), "portable"), stats, None
+    )
     assert ok is not None and ok.status is Status.PASS
 
 
@@ -131,14 +133,24 @@ def test_counter_budgets_take_the_first_matching_key() -> None:
     failed = [c.subject for c in checks if c.status is Status.FAIL]
     assert failed == ["npu_cycles"]
     assert "u55-ref" in checks[0].basis
-    other = counter_checks(counters, case(counter_budgets={"npu_cycles": {"u85-ref": 1.0}}),
-                           npu_device(), "ethos-u", 10)  # type: ignore[arg-type]
+    other = counter_checks(
+        counters,
+        case(counter_budgets={"npu_cycles": {"u85-ref": 1.0}}),
+        npu_device(),
+        "ethos-u",
+        10,
+    )  # type: ignore[arg-type]
     assert all(c.status is Status.PASS for c in other)
 
 
 def test_a_counter_the_target_does_not_report_is_not_judged() -> None:
-    checks = counter_checks({}, case(counter_budgets={"npu_cycles": {"*": 1.0}}), npu_device(),  # type: ignore[arg-type]
-                            "ethos-u", 10)
+    checks = counter_checks(
+        {},
+        case(counter_budgets={"npu_cycles": {"*": 1.0}}),
+        npu_device(),  # type: ignore[arg-type]
+        "ethos-u",
+        10,
+    )
     npu = next(c for c in checks if c.subject == "npu_cycles")
     assert npu.status is Status.NOT_JUDGED and "does not report" in npu.cause
 
@@ -147,5 +159,8 @@ def test_device_memory_limits_and_pte_size() -> None:
     counters = {"sram_bytes": 1500.0, "flash_bytes": 6000.0}
     checks = counter_checks(counters, case(), npu_device(), "ethos-u", 200)  # type: ignore[arg-type]
     assert sorted(c.subject for c in checks if c.status is Status.FAIL) == [
-        "flash_bytes", "pte_bytes", "sram_bytes"]
+        "flash_bytes",
+        "pte_bytes",
+        "sram_bytes",
+    ]
     assert all("u55-ref.yaml" in c.basis for c in checks)

@@ -59,7 +59,12 @@ def exhausting(error: BaseException):  # type: ignore[no-untyped-def]
     ("error", "what"),
     [
         (MemoryError(), "memory"),
-        (RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"), "memory"),
+        (
+            RuntimeError(
+                "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"
+            ),
+            "memory",
+        ),
         (OSError(28, "No space left on device"), "disk space"),
     ],
     ids=["MemoryError", "torch-allocator", "ENOSPC"],

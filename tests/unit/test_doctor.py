@@ -47,7 +47,10 @@ def test_missing_fvp_verdict_is_the_skip_reason(no_fvp: None, repo_devices: Devi
     ):
         s.target("fvp-u85")
     # the plugin skips with f"target {name} unavailable: {error}"; the doctor says the same
-    assert diagnosis.verdict() == f"skipped by pytest: target fvp-u85 unavailable: {caught.value.message}"
+    assert (
+        diagnosis.verdict()
+        == f"skipped by pytest: target fvp-u85 unavailable: {caught.value.message}"
+    )
     text = "\n".join(render([diagnosis]))
     assert "  missing  FVP binary" in text and "fix: install the Arm Corstone-320" in text
     assert text.endswith("0 of 1 targets ready on this machine")
@@ -128,8 +131,10 @@ def test_vgf_emu_doctor_names_the_sdk_the_device_and_the_layers(
             pytest.skip(f"{distribution} is not installed here: {found[distribution].fix}")
         assert found[distribution].detail == "0.11.0"  # the pinned version
     assert found["ML emulation layers"].status == OK
-    assert "VK_LAYER_ML_Graph_Emulation above VK_LAYER_ML_Tensor_Emulation" in \
-        found["ML emulation layers"].detail
+    assert (
+        "VK_LAYER_ML_Graph_Emulation above VK_LAYER_ML_Tensor_Emulation"
+        in found["ML emulation layers"].detail
+    )
     if found["validation layer"].status == OK:
         assert found["validation layer"].detail.endswith("VkLayer_khronos_validation.json")
     device = found["Vulkan device"]
@@ -139,7 +144,9 @@ def test_vgf_emu_doctor_names_the_sdk_the_device_and_the_layers(
 
 
 def test_a_missing_validation_layer_is_the_doctors_missing_line_with_the_fix(
-    repo_devices: DeviceRegistry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    repo_devices: DeviceRegistry,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     from hil.vgf import environment
 

@@ -59,13 +59,18 @@ def test_variants_come_from_their_options_and_the_config_they_set() -> None:
     )
 
     assert mapping.variant_of(call("TosaPipelineINT"), "ethos-u").options == {
-        "a16w8": False, "per_channel": True, "weights": "int8", "symmetric_io": False}
+        "a16w8": False,
+        "per_channel": True,
+        "weights": "int8",
+        "symmetric_io": False,
+    }
     assert mapping.variant_of(call("TosaPipelineINT", tosa_extensions=["int16"]),
                               "ethos-u").label == "a16w8"  # fmt: skip
     assert mapping.variant_of(call("EthosU85PipelineINT", a16w8_quantization=True),
                               "ethos-u").options["a16w8"] is True  # fmt: skip
-    by_config = mapping.variant_of(call("EthosU85PipelineINT",
-                                        get_symmetric_a16w8_quantization_config()), "ethos-u")
+    by_config = mapping.variant_of(
+        call("EthosU85PipelineINT", get_symmetric_a16w8_quantization_config()), "ethos-u"
+    )
     assert by_config.label == "a16w8"  # set_global wins over the (absent) flag
     a8w4 = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a8w4_quantization_config(
         is_per_channel=False)), "ethos-u")  # fmt: skip
@@ -81,6 +86,7 @@ def test_variants_come_from_their_options_and_the_config_they_set() -> None:
 def test_a_float_program_is_judged_in_its_own_float_type() -> None:
     """test_add lists bf16 in tosa_extensions for its float32, float16 and bfloat16 rows: the
     extension allows a type, the row's inputs (else its weights) make the program's."""
+
     def variant(*inputs: torch.Tensor, module: Any = None) -> mapping.Variant:
         recorded = call("TosaPipelineFP", tosa_extensions=["bf16"])
         recorded.inputs, recorded.module = inputs, module or torch.nn.ReLU()
@@ -98,8 +104,9 @@ def test_a_float_program_is_judged_in_its_own_float_type() -> None:
     fp8 = call("TosaPipelineFP", tosa_extensions=["fp8e4m3", "bf16"], tosa_version="1.0")
     fp8.inputs = (torch.zeros(2).to(torch.float8_e4m3fn),)
     on_tosa = mapping.variant_of(fp8, "tosa-fp")  # their own TOSA specification, float8 too
-    assert on_tosa == mapping.Variant("fp8e4m3", {"version": "1.0",
-                                                  "extensions": ["bf16", "fp8e4m3"]})
+    assert on_tosa == mapping.Variant(
+        "fp8e4m3", {"version": "1.0", "extensions": ["bf16", "fp8e4m3"]}
+    )
 
 
 def test_what_a_recipe_cannot_honour_is_named() -> None:
@@ -118,8 +125,9 @@ def test_what_a_recipe_cannot_honour_is_named() -> None:
     refused = mapping.variant_of(fp8, "portable")
     assert refused.label == "fp8e4m3" and "fp8e4m3 inputs" in (refused.unsupported or "")
     int32 = SimpleNamespace(input_activation=SimpleNamespace(dtype=torch.int32), weight=None)
-    assert "32-bit activation config" in (mapping.variant_of(call("TosaPipelineINT", int32),
-                                                             "ethos-u").unsupported or "")
+    assert "32-bit activation config" in (
+        mapping.variant_of(call("TosaPipelineINT", int32), "ethos-u").unsupported or ""
+    )
 
 
 def test_a_stand_in_records_their_edits() -> None:
@@ -128,8 +136,11 @@ def test_a_stand_in_records_their_edits() -> None:
     pipeline = pipeline_class[tuple](torch.nn.ReLU(), torch.zeros(2), "torch.ops.aten.relu.default",
                                      "executorch_exir_dialects_edge__ops_aten_relu_default",
                                      a16w8_quantization=True)  # fmt: skip
-    pipeline.add_stage_after("to_edge_transform_and_lower", pipeline.tester.check_count,
-                             {"executorch_exir_dialects_edge__ops_aten_relu_default": 0})
+    pipeline.add_stage_after(
+        "to_edge_transform_and_lower",
+        pipeline.tester.check_count,
+        {"executorch_exir_dialects_edge__ops_aten_relu_default": 0},
+    )
     pipeline.pop_stage("check.aten")
     pipeline.change_args("run_method_and_compare_outputs", qtol=2)
     pipeline.dump_artifact("to_edge")
@@ -144,8 +155,11 @@ def test_a_stand_in_records_their_edits() -> None:
 
 
 def test_op_names_of_their_checks_meet_hils_partition() -> None:
-    assert stages.normalized("executorch_exir_dialects_edge__ops_aten_add_Tensor") == \
-        stages.normalized("torch.ops.aten.add.Tensor") == stages.normalized("aten.add.Tensor")
+    assert (
+        stages.normalized("executorch_exir_dialects_edge__ops_aten_add_Tensor")
+        == stages.normalized("torch.ops.aten.add.Tensor")
+        == stages.normalized("aten.add.Tensor")
+    )
     assert stages.normalized(DELEGATE_CALL) == stages.DELEGATE
 
 
@@ -183,7 +197,10 @@ def test_the_cortex_m_harness_is_recorded_as_one_check() -> None:
                         ops_absent_after_transforms=["gone_op"])  # fmt: skip
     (recorded,) = noted
     assert [(a.check, a.after) for a in recorded.assertions] == [
-        ("check_count", "to_edge"), ("check_count", "run_passes"), ("check_not", "run_passes")]
+        ("check_count", "to_edge"),
+        ("check_count", "run_passes"),
+        ("check_not", "run_passes"),
+    ]
     assert recorded.compare_kwargs() == {"qtol": 1, "atol": 1e-3}
     assert recorded.inputs[0].shape == (2,)
 
@@ -195,8 +212,12 @@ def test_stage_after_the_cortex_m_passes_counts_the_kernels_in_the_graph() -> No
                              (Fallback("aten.add.Tensor", 1, None),),
                              {"cortex_m.quantize_per_tensor.default": 2})  # fmt: skip
     counts = stages.cpu_counts(report)
-    assert counts[stages.normalized(
-        "executorch_exir_dialects_edge__ops_cortex_m_quantized_add_default")] == 1
+    assert (
+        counts[
+            stages.normalized("executorch_exir_dialects_edge__ops_cortex_m_quantized_add_default")
+        ]
+        == 1
+    )
     assert counts["aten_add_Tensor"] == 1 and counts["cortex_m_quantize_per_tensor_default"] == 2
 
 

@@ -21,6 +21,7 @@ def wait_until(done: Callable[[], bool], what: str, timeout: float = 60.0) -> No
         assert time.monotonic() < deadline, f"waited {timeout:g} s for {what}"
         time.sleep(0.01)
 
+
 def cases(count: int) -> list[Case]:
     return [Case(f"c{i}", lambda: torch.nn.Identity(), seeded((1, 2))) for i in range(count)]
 

@@ -38,7 +38,8 @@ def pte() -> Iterator[bytes]:
     torch.manual_seed(0)
     example = (torch.randn(1, 3, 16, 16), torch.randn(1, 4))
     program = exir.to_edge_transform_and_lower(
-        torch.export.export(Small().eval(), example)).to_executorch()
+        torch.export.export(Small().eval(), example)
+    ).to_executorch()
     yield bytes(program.buffer)
 
 
@@ -52,11 +53,13 @@ def test_the_plan_matches_executorchs_own_reading(pte: bytes) -> None:
     assert list(ours.planned_buffers) == list(theirs.non_const_buffer_sizes[1:])
     assert ours.planned_bytes > 0
     assert ours.operators == tuple(
-        f"{op.name}.{op.overload}" if op.overload else op.name for op in theirs.operators)
+        f"{op.name}.{op.overload}" if op.overload else op.name for op in theirs.operators
+    )
     assert "aten::convolution.out" in ours.operators
     meta = Runtime.get().load_program(pte).metadata("forward")
     assert [t.nbytes if t else None for t in ours.inputs] == [
-        meta.input_tensor_meta(i).nbytes() for i in range(meta.num_inputs())]
+        meta.input_tensor_meta(i).nbytes() for i in range(meta.num_inputs())
+    ]
     assert ours.delegates == ()
 
 
@@ -71,8 +74,11 @@ def test_needs_carve_at_the_runners_alignment(pte: bytes) -> None:
 
 def test_defines_round_up_and_leave_out_what_only_a_run_can_tell() -> None:
     needs = PoolNeeds(model=10_000, planned=4096, io=1, method=None, temp=None)
-    assert needs.defines() == {"HIL_POOL_MODEL_SIZE": "0x3000", "HIL_POOL_PLANNED_SIZE": "0x1000",
-                               "HIL_POOL_IO_SIZE": "0x1000"}
+    assert needs.defines() == {
+        "HIL_POOL_MODEL_SIZE": "0x3000",
+        "HIL_POOL_PLANNED_SIZE": "0x1000",
+        "HIL_POOL_IO_SIZE": "0x1000",
+    }
     assert needs.defines(headroom=0.5)["HIL_POOL_PLANNED_SIZE"] == "0x2000"
     assert "from a run" in render(needs)
 
@@ -91,8 +97,10 @@ def test_a_model_too_big_for_a_pool_is_refused_with_the_sizes(pte: bytes) -> Non
 
 
 def test_counters_and_plain_peaks_are_both_read() -> None:
-    assert measured_peaks({"method_pool_peak_bytes": 7.0, "runner_clock_hz": 1.0,
-                           "temp": 3.0}) == {"method": 7, "temp": 3}
+    assert measured_peaks({"method_pool_peak_bytes": 7.0, "runner_clock_hz": 1.0, "temp": 3.0}) == {
+        "method": 7,
+        "temp": 3,
+    }
 
 
 def test_what_is_not_a_pte_is_refused() -> None:

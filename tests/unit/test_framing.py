@@ -99,8 +99,9 @@ def test_retransmission_inside_a_frame_whose_bytes_were_dropped_is_found() -> No
 
 def test_random_damage_never_yields_a_frame_that_was_not_sent() -> None:
     rng = random.Random(1234)
-    sent = [encode(0x90 + i % 5, i % 65535 + 1, rng.randbytes(rng.randint(0, 3000)))
-            for i in range(300)]
+    sent = [
+        encode(0x90 + i % 5, i % 65535 + 1, rng.randbytes(rng.randint(0, 3000))) for i in range(300)
+    ]
     originals = {bytes(f) for f in sent}
     stream = bytearray()
     for frame in sent:
@@ -112,7 +113,7 @@ def test_random_damage_never_yields_a_frame_that_was_not_sent() -> None:
             cut = rng.randrange(len(piece))
             del piece[cut : cut + rng.randint(1, 20)]
         elif roll < 0.4:
-            piece[rng.randrange(len(piece)):0] = rng.randbytes(rng.randint(1, 30))
+            piece[rng.randrange(len(piece)) : 0] = rng.randbytes(rng.randint(1, 30))
         stream += piece
     decoder = FrameDecoder()
     accepted = 0

@@ -41,7 +41,7 @@ def test_corstone_300_command_line(tmp_path: Path) -> None:
     assert got["cpu0.semihosting-cwd"] == "/w"
     assert got["cpu0.semihosting-cmd_line"] == "hil-runner"
     assert "ethosu.extra_args" not in got  # accurate mode
-    tail = cmd.argv[cmd.argv.index("-a"):]
+    tail = cmd.argv[cmd.argv.index("-a") :]
     assert tail == ("-a", "/r/hil-runner.elf", "--timelimit", "91", "--stat")
 
 

@@ -58,10 +58,13 @@ def test_npu_of_another_family_than_the_platform_is_refused(tmp_path: Path) -> N
     with pytest.raises(DeviceSpecError, match="offers ethos-u55 with 32, 64, 128, 256 MACs"):
         fvp_config(spec(tmp_path, npu="ethos-u55-512", platform="corstone-300"))
 
+
 def test_managed_parameters_and_unknown_keys_are_refused(tmp_path: Path) -> None:
     with pytest.raises(DeviceSpecError, match=r"may not set mps4_board\.telnetterminal0\.mode"):
         fvp_config(spec(tmp_path, params={"mps4_board.telnetterminal0.mode": "telnet"}))
-    with pytest.raises(DeviceSpecError, match=r"'connection\.timelimit' must be one of the known keys \(platform, "):
+    with pytest.raises(
+        DeviceSpecError, match=r"'connection\.timelimit' must be one of the known keys \(platform, "
+    ):
         fvp_config(spec(tmp_path, timelimit=5))
     with pytest.raises(DeviceSpecError, match=r"'connection\.mode' must be one of accurate, fast"):
         fvp_config(spec(tmp_path, mode="turbo"))

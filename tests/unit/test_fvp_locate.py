@@ -31,8 +31,9 @@ def executable(folder: Path, name: str = "FVP_Corstone_SSE-300_Ethos-U55") -> Pa
     return path
 
 
-def test_missing_fvp_names_every_place_and_the_install(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_fvp_names_every_place_and_the_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv(locate.FVP_DIR_ENV, str(tmp_path / "env-dir"))
     with pytest.raises(TargetUnavailable) as caught:
@@ -45,8 +46,9 @@ def test_missing_fvp_names_every_place_and_the_install(tmp_path: Path,
     assert caught.value.fix and "--i-agree-to-the-contained-eula" in caught.value.fix
 
 
-def test_search_order_is_fvp_dir_then_env_then_path(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_search_order_is_fvp_dir_then_env_then_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     on_path = executable(tmp_path / "bin")
     in_env = executable(tmp_path / "env")
     in_conf = executable(tmp_path / "conf")

@@ -40,8 +40,20 @@ def test_fvp_cycles_beside_vela() -> None:
 
 
 def test_no_fvp_records_no_section() -> None:
-    assert fvp_table.render([{"case": "a", "target": "host", "verdict": "PASS",
-                              "counters": {"x": 1}, "target_info": {"kind": "host"}}]) == []
+    assert (
+        fvp_table.render(
+            [
+                {
+                    "case": "a",
+                    "target": "host",
+                    "verdict": "PASS",
+                    "counters": {"x": 1},
+                    "target_info": {"kind": "host"},
+                }
+            ]
+        )
+        == []
+    )
 
 
 def test_infrastructure_problems_are_listed_apart_from_model_verdicts() -> None:

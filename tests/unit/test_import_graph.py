@@ -114,8 +114,11 @@ def test_no_target_module_reads_artifact_details() -> None:
         if not module.startswith(TARGET_PACKAGES):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and node.attr == "details" and not isinstance(
-                node.ctx, ast.Store
-            ) and "artifact" in ast.unparse(node.value).lower():
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "details"
+                and not isinstance(node.ctx, ast.Store)
+                and "artifact" in ast.unparse(node.value).lower()
+            ):
                 readers.append(f"{module}:{node.lineno}")
     assert readers == []

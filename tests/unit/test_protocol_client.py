@@ -73,11 +73,18 @@ def error(frame: Frame, code: int, a: int = 0, b: int = 0, text: str = "no") -> 
     return encode(m.ERROR, frame.seq, body)
 
 
-def hello_payload(major: int = 1, minor: int = 0, *, max_payload: int = 4096, window: int = 1,
-                  pools: dict[str, int] | None = None) -> bytes:
+def hello_payload(
+    major: int = 1,
+    minor: int = 0,
+    *,
+    max_payload: int = 4096,
+    window: int = 1,
+    pools: dict[str, int] | None = None,
+) -> bytes:
     pools = {"model": 1 << 20, "io": 1 << 16} if pools is None else pools
-    out = struct.pack("<HHIQBBBBHH", major, minor, max_payload, 1_000_000_000, 0, 1, 0,
-                      len(pools), window, 0)
+    out = struct.pack(
+        "<HHIQBBBBHH", major, minor, max_payload, 1_000_000_000, 0, 1, 0, len(pools), window, 0
+    )
     out += bytes(32)
     for text in ("test-build", "1.5.1", "script", "executorch"):
         out += bytes([len(text)]) + text.encode()

@@ -32,6 +32,7 @@ def installed() -> None:
 
 def _chain(sources: list[Any] | None) -> list[Any]:
     """A provenance chain as data, without the graph ids (object ids, new each run)."""
+
     def plain(d: Any) -> Any:
         if isinstance(d, dict):
             return {k: plain(v) for k, v in d.items() if k != "graph_id"}

@@ -53,7 +53,9 @@ def test_a_single_layer_moves_by_one_tie_at_most() -> None:
     assert moved.max_steps <= 1.0 and moved.off_fraction < 0.1
 
 
-def test_ties_compound_through_depth(deep: tuple[torch.fx.GraphModule, tuple[torch.Tensor, ...]]) -> None:
+def test_ties_compound_through_depth(
+    deep: tuple[torch.fx.GraphModule, tuple[torch.Tensor, ...]],
+) -> None:
     module, x = deep
     reference = run_reference(module, x)
     (moved,) = rounding.sensitivity(module, x, reference, output_scales(module))
@@ -65,7 +67,8 @@ def test_the_runs_are_seeded(deep: tuple[torch.fx.GraphModule, tuple[torch.Tenso
     reference = run_reference(module, x)
     scales = output_scales(module)
     assert rounding.sensitivity(module, x, reference, scales) == rounding.sensitivity(
-        module, x, reference, scales)
+        module, x, reference, scales
+    )
 
 
 def test_weights_are_never_nudged_and_activations_are_counted() -> None:

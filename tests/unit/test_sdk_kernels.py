@@ -48,7 +48,9 @@ def test_executorchs_own_kernel_lists_are_read() -> None:
     portable = kernels._kernels(root / kernels.PORTABLE_YAML)
     quantized = kernels._kernels(root / kernels.QUANTIZED_YAML)
     cortex_m = kernels._kernels(root / kernels.CORTEX_M_YAML)
-    assert "aten::convolution.out" in portable and "dim_order_ops::_to_dim_order_copy.out" in portable
+    assert (
+        "aten::convolution.out" in portable and "dim_order_ops::_to_dim_order_copy.out" in portable
+    )
     assert len(portable) > 150
     assert all(op.startswith("quantized_decomposed::") for op in quantized) and quantized
     assert "cortex_m::quantized_conv2d.out" in cortex_m
@@ -70,8 +72,10 @@ def test_a_kernel_list_round_trips_and_decides_missing_kernel(tmp_path: Path) ->
                                     "aten::relu.out, aten::sin.out (aten::relu.out not "
                                     "selected when the SDK was built; aten::sin.out in no "
                                     "kernel library of its ExecuTorch")  # fmt: skip
-    assert error.fix == f"rebuild the SDK with this program's kernels: {rebuild} --ops-from " \
-                        f"suites {tmp_path / 'm.pte'}"
+    assert (
+        error.fix == f"rebuild the SDK with this program's kernels: {rebuild} --ops-from "
+        f"suites {tmp_path / 'm.pte'}"
+    )
     only_absent = listed.missing_for("qemu-m55", tmp_path / "m.pte", ["aten::sin.out"])
     assert only_absent is not None and "export the model without" in (only_absent.fix or "")
     path.write_text("{not json")

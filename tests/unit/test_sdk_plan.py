@@ -40,7 +40,9 @@ def test_qemu_m55_builds_executorch_without_the_delegate(tmp_path: Path) -> None
                                           "install ExecuTorch"]  # fmt: skip
     o = options(p.steps[0])
     et = p.sources.executorch
-    assert o["CMAKE_TOOLCHAIN_FILE"] == str(et / "examples/arm/ethos-u-setup/arm-none-eabi-gcc.cmake")
+    assert o["CMAKE_TOOLCHAIN_FILE"] == str(
+        et / "examples/arm/ethos-u-setup/arm-none-eabi-gcc.cmake"
+    )
     assert o["EXECUTORCH_BUILD_PRESET_FILE"] == str(et / "tools/cmake/preset/arm_baremetal.cmake")
     assert o["TARGET_CPU"] == "cortex-m55"
     assert o["CMAKE_INSTALL_PREFIX"] == str(p.prefix)

@@ -15,8 +15,10 @@ from hil.errors import SdkSourceMissing
 from hil.sdk import sources
 from hil.sdk.boards import BOARDS, SdkBoard
 
-pytestmark = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
-                                reason="arm-none-eabi-gcc not installed (make setup installs it)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("arm-none-eabi-gcc") is None,
+    reason="arm-none-eabi-gcc not installed (make setup installs it)",
+)
 QEMU, U55, U85 = BOARDS["qemu-m55"], BOARDS["corstone-300"], BOARDS["corstone-320"]
 NEW_CMAKE = (3, 31)
 
@@ -64,8 +66,10 @@ def test_every_missing_piece_is_reported_at_once(tmp_path: Path) -> None:
                            "ethos-u55-128): 4 missing pieces")  # fmt: skip
     assert "too old for hil's bare-metal build" in text
     # the CMSIS-NN commit ExecuTorch pins is part of the fix
-    assert "git clone https://github.com/ARM-software/CMSIS-NN && git -C CMSIS-NN checkout " \
-           "dbf45dbfcc515421dd6099037d3e2637b90748c8" in text
+    assert (
+        "git clone https://github.com/ARM-software/CMSIS-NN && git -C CMSIS-NN checkout "
+        "dbf45dbfcc515421dd6099037d3e2637b90748c8" in text
+    )
     assert "no CMSIS core headers" in text
     assert "cmake 3.25 is too old" in text
 
@@ -98,7 +102,10 @@ def test_the_trees_default_to_where_executorch_setup_puts_them(tmp_path: Path) -
     chosen = sources.resolve(U85, et)
     scratch = et / "examples/arm/arm-scratch/ethos-u/core_software"
     assert (chosen.cmsis_nn, chosen.ethos_u_driver, chosen.cmsis) == (
-        scratch / "cmsis-nn", scratch / "core_driver", scratch / "cmsis")
+        scratch / "cmsis-nn",
+        scratch / "core_driver",
+        scratch / "cmsis",
+    )
 
 
 def test_not_an_executorch_checkout(tmp_path: Path) -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.runner import firmware
-from hil.sdk import identity, store
+from hil.sdk import firmware, identity, store
 from hil.sdk.boards import BOARDS
 
 
@@ -35,9 +34,15 @@ def test_build_outputs_and_setup_scratch_are_not_the_tree(tmp_path: Path) -> Non
     (tree / "runtime").mkdir(parents=True)
     (tree / "runtime" / "x.h").write_text("x")
     before = identity.content_digest(tree)
-    for junk in (".git/HEAD", "cmake-out-arm/CMakeCache.txt", "arm_test/a.o",
-                 "examples/arm/arm-scratch/FVP/big.bin", "runtime/__pycache__/x.pyc",
-                 "third-party/flatcc/bin/flatcc", "third-party/flatcc/lib/libflatcc.a"):
+    for junk in (
+        ".git/HEAD",
+        "cmake-out-arm/CMakeCache.txt",
+        "arm_test/a.o",
+        "examples/arm/arm-scratch/FVP/big.bin",
+        "runtime/__pycache__/x.pyc",
+        "third-party/flatcc/bin/flatcc",
+        "third-party/flatcc/lib/libflatcc.a",
+    ):
         (tree / junk).parent.mkdir(parents=True, exist_ok=True)
         (tree / junk).write_text("junk")
     assert identity.content_digest(tree) == before

@@ -12,7 +12,7 @@ from hil.devices import DeviceSpec, parse_device
 from hil.errors import DeviceSpecError, TargetUnavailable
 from hil.resources.boards import PortBoard, make_board
 from hil.resources.flashing import CommandFlasher, LabgridFlasher, make_flasher
-from hil.runner.firmware import FirmwareConfig, firmware_config
+from hil.sdk.firmware import FirmwareConfig, firmware_config
 from hil.settings import SerialSettings
 
 
@@ -76,8 +76,15 @@ def test_link_policy_from_the_device_file(tmp_path: Path) -> None:
 
 def test_firmware_entry(tmp_path: Path) -> None:
     assert firmware_config(spec({"port": "x"}, tmp_path)) == FirmwareConfig("host")
-    config = firmware_config(spec({"port": "x", "firmware": {
-        "preset": "cortex-m55", "defines": {"HIL_DEBUG_COMMANDS": "OFF"}}}, tmp_path))
+    config = firmware_config(
+        spec(
+            {
+                "port": "x",
+                "firmware": {"preset": "cortex-m55", "defines": {"HIL_DEBUG_COMMANDS": "OFF"}},
+            },
+            tmp_path,
+        )
+    )
     assert config.preset == "cortex-m55" and dict(config.defines) == {"HIL_DEBUG_COMMANDS": "OFF"}
     with pytest.raises(DeviceSpecError, match=r"'connection\.firmware' must be one of host, "
                        r".*got 'stm32'"):  # fmt: skip

@@ -17,7 +17,9 @@ PI_FACTS = (
     "Cortex-A76\n--\n\n--\nRaspberry Pi 5 Model B Rev 1.0\n--\nondemand\n--\n51250\n--\n"
     "Linux 6.6.31+rpt-rpi-2712 aarch64\n--\n4\n"
 )
-CONTAINER_FACTS = "\n--\nIntel(R) Xeon(R) Processor\n--\n\n--\n\n--\n\n--\nLinux 6.1 x86_64\n--\n2\n"
+CONTAINER_FACTS = (
+    "\n--\nIntel(R) Xeon(R) Processor\n--\n\n--\n\n--\n\n--\nLinux 6.1 x86_64\n--\n2\n"
+)
 
 
 def test_a_pis_facts_are_read_where_readable() -> None:
@@ -56,7 +58,8 @@ def test_a_real_device_needs_its_login_keys_when_the_file_loads(tmp_path: Path) 
 
 
 def test_an_unset_variable_or_missing_key_file_makes_it_unavailable(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("RACK_HOST", raising=False)
     keys = {"user": "pi", "identity": str(tmp_path / "id"), "known_hosts": str(tmp_path / "kh")}
     unset = spec(tmp_path, host="$RACK_HOST", **keys)
@@ -106,7 +109,8 @@ def test_a_refused_login_and_an_unreachable_host_say_so(tmp_path: Path) -> None:
     assert isinstance(denied, TargetUnavailable) and "ssh-copy-id" in (denied.fix or "")
     refused = connection(tmp_path)._login_failure(
         "debug1: Connecting to 10.1.2.3 port 2222.\n"
-        "ssh: connect to host 10.1.2.3 port 2222: Connection refused\n")
+        "ssh: connect to host 10.1.2.3 port 2222: Connection refused\n"
+    )
     assert "Connection refused" in refused.message and "pi@10.1.2.3:2222" in refused.message
 
 
@@ -114,9 +118,18 @@ def test_the_summary_labels_emulated_latency_everywhere() -> None:
     from hil.report.summary import render
 
     latency = {"median_us": 1500.0, "p90_us": 2000.0, "timing": "emulated"}
-    records = [{"target": "pi5-emu", "case": "c", "recipe": r, "verdict": "PASS",
-                "metrics": {}, "latency": latency, "eager_latency": {"median_us": 10.0}}
-               for r in ("xnnpack-fp32", "portable")]
+    records = [
+        {
+            "target": "pi5-emu",
+            "case": "c",
+            "recipe": r,
+            "verdict": "PASS",
+            "metrics": {},
+            "latency": latency,
+            "eager_latency": {"median_us": 10.0},
+        }
+        for r in ("xnnpack-fp32", "portable")
+    ]
     lines = render(records)
     assert "latency emulated" in lines[0]
     latency_rows = [line for line in lines if line.startswith("c ")]
@@ -124,7 +137,8 @@ def test_the_summary_labels_emulated_latency_everywhere() -> None:
 
 
 def test_doctor_says_what_a_real_pi_lacks_in_pytests_words(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from hil.doctor import diagnose
 
     monkeypatch.delenv("RACK_HOST", raising=False)

@@ -34,8 +34,9 @@ def test_escape_doubles_every_iac_byte() -> None:
 
 def test_negotiation_is_answered_and_taken_out_of_the_data() -> None:
     decoder = TelnetDecoder()
-    data, answers = decoder.feed(bytes([IAC, WILL, SGA, IAC, DO, BINARY, IAC, WILL, ECHO,
-                                        IAC, DO, 44]) + b"hello")
+    data, answers = decoder.feed(
+        bytes([IAC, WILL, SGA, IAC, DO, BINARY, IAC, WILL, ECHO, IAC, DO, 44]) + b"hello"
+    )
     assert data == b"hello"
     assert answers == bytes([IAC, DO, SGA, IAC, WILL, BINARY, IAC, DONT, ECHO, IAC, WONT, 44])
 

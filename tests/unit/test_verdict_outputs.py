@@ -80,7 +80,10 @@ def test_allowance_and_sensitivity_are_not_summed() -> None:
 def test_each_output_is_judged_in_its_own_steps() -> None:
     eager = (EAGER[0], EAGER[0] * 100)
     quantized = (QUANTIZED[0], np.round(eager[1] / 5.0) * 5.0)
-    off = (quantized[0] + np.where(np.arange(64) == 0, 3 * STEP, 0).astype(np.float32), quantized[1])
+    off = (
+        quantized[0] + np.where(np.arange(64) == 0, 3 * STEP, 0).astype(np.float32),
+        quantized[1],
+    )
     checks = target_checks(eager, off, int8(quantized, (STEP, 5.0)), CaseRules())
     assert [c.status for c in checks] == [Status.FAIL, Status.PASS]  # not the worst scale
 
@@ -129,8 +132,10 @@ def test_a_bfloat16_output_is_judged_in_bfloat16_ulps_and_no_looser() -> None:
     assert passed.status is Status.PASS and passed.basis.startswith("bf16: 4 ulps")
     assert only(target_checks(as_float, one_ulp, facts, CaseRules())).status is Status.FAIL
     gain = ((eager.float() * 1.03).bfloat16().float().numpy(),)
-    assert only(target_checks(as_float, gain, facts, CaseRules(), frozenset({0}))).status is \
-        Status.FAIL
+    assert (
+        only(target_checks(as_float, gain, facts, CaseRules(), frozenset({0}))).status
+        is Status.FAIL
+    )
 
 
 def test_an_int8_recipe_that_quantized_nothing_is_judged_as_float() -> None:
@@ -152,7 +157,9 @@ def test_quantization_is_judged_against_eager_by_sqnr_and_cosine() -> None:
     poor = only(quantization_checks(EAGER, int8(noisy), CaseRules()), Question.QUANTIZATION)
     assert poor.status is Status.FAIL and "sqnr_db" in [b.metric for b in poor.breaches]
     override = ToleranceOverride(reason="untrained deep model", min_sqnr_db=5.0, min_cosine=0.9)
-    allowed = only(quantization_checks(EAGER, int8(noisy), CaseRules(override)), Question.QUANTIZATION)
+    allowed = only(
+        quantization_checks(EAGER, int8(noisy), CaseRules(override)), Question.QUANTIZATION
+    )
     assert allowed.status is Status.PASS and "case override: untrained deep model" in allowed.basis
 
 
@@ -213,11 +220,15 @@ def test_an_output_within_one_step_of_zero_is_judged_by_that_step_not_by_sqnr() 
     output step. SQNR of noise against zero says nothing; the quantized model must be within
     the step, and one that is a step further off still fails."""
     eager = (np.full((1, 8), 1e-7, dtype=np.float32),)
-    right = only(quantization_checks(eager, int8((np.zeros((1, 8), np.float32),)), CaseRules()),
-                 Question.QUANTIZATION)
+    right = only(
+        quantization_checks(eager, int8((np.zeros((1, 8), np.float32),)), CaseRules()),
+        Question.QUANTIZATION,
+    )
     assert right.status is Status.PASS and "within one output step" in right.basis
-    off = only(quantization_checks(eager, int8((np.full((1, 8), 2 * STEP, np.float32),)),
-                                   CaseRules()), Question.QUANTIZATION)
+    off = only(
+        quantization_checks(eager, int8((np.full((1, 8), 2 * STEP, np.float32),)), CaseRules()),
+        Question.QUANTIZATION,
+    )
     assert off.status is Status.FAIL and [b.metric for b in off.breaches] == ["max_abs"]
 
 
@@ -229,5 +240,7 @@ def test_a_float_output_within_the_absolute_floor_is_not_judged_by_sqnr() -> Non
     check = only(target_checks(eager, target, ProgramFacts("fp32", False), CaseRules()))
     assert check.status is Status.PASS and "SQNR not a measure here" in check.basis
     far = (np.full((4, 6), 5e-5, dtype=np.float32),)
-    assert only(target_checks(eager, far, ProgramFacts("fp32", False),
-                              CaseRules())).status is Status.FAIL
+    assert (
+        only(target_checks(eager, far, ProgramFacts("fp32", False), CaseRules())).status
+        is Status.FAIL
+    )

@@ -40,7 +40,10 @@ def test_a_pass_has_every_check_judged() -> None:
     r = result(target(0.0), quantization(30.0))
     assert r.verdict == "PASS" and r.passed
     assert r.to_record()["quantized_agreement"] == {
-        "statement": "bit-exact", "steps": 0.0, "limit_steps": 1.0}
+        "statement": "bit-exact",
+        "steps": 0.0,
+        "limit_steps": 1.0,
+    }
 
 
 def test_something_unjudged_is_not_a_pass() -> None:
@@ -50,7 +53,8 @@ def test_something_unjudged_is_not_a_pass() -> None:
     with pytest.raises(NotJudged, match="no timings"):
         r.raise_for_failures(require_judged=True)  # ... unless the run requires every check
     assert r.to_record()["not_judged"] == [
-        "latency (median): NOT JUDGED: the target reported no timings"]
+        "latency (median): NOT JUDGED: the target reported no timings"
+    ]
 
 
 def test_the_target_question_comes_first_and_names_its_numbers() -> None:
@@ -59,7 +63,8 @@ def test_the_target_question_comes_first_and_names_its_numbers() -> None:
     message = r.failure_message()
     assert message is not None
     assert message.splitlines()[0] == (
-        "conv on u85-ref [ethos-u]: the target's outputs are wrong (is the target right?)")
+        "conv on u85-ref [ethos-u]: the target's outputs are wrong (is the target right?)"
+    )
     assert "output 0 vs the quantized PyTorch model: max_steps = 3, limit <= 1" in message
     assert "limits: steps of the quantizer's output step 0.1" in message
     assert "/tmp/conv.npz" in message
@@ -76,7 +81,9 @@ def test_poor_quantization_is_the_models_problem_named_as_such() -> None:
 
 
 def test_budgets_fail_after_the_model_questions() -> None:
-    over = judged(Question.BUDGET, "npu_cycles", {"npu_cycles": 9.0}, [Limit("npu_cycles", "<=", 1.0)])
+    over = judged(
+        Question.BUDGET, "npu_cycles", {"npu_cycles": 9.0}, [Limit("npu_cycles", "<=", 1.0)]
+    )
     r = result(target(0.0), quantization(30.0), over, LATENCY_UNKNOWN)
     assert r.verdict == "OVER BUDGET"
     with pytest.raises(BudgetExceeded):

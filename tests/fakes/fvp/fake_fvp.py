@@ -34,10 +34,21 @@ BANNER = "Fast Models [0.0.0 (hil fake FVP)]\nNot an Arm product: hil's test sta
 MIB = 1 << 20
 # The memories of each platform, secure aliases (the non-secure ones are 0x10000000 lower):
 # ExecuTorch's Corstone linker scripts and Zephyr's mps3/mps4 board files (see CONTRACT.md).
-SSE300_MEMORY = ((0x10000000, MIB // 2), (0x11000000, MIB), (0x30000000, MIB // 2),
-                 (0x31000000, 2 * MIB), (0x70000000, 0x60000000))
-SSE320_MEMORY = ((0x10000000, 32 << 10), (0x11000000, 128 << 10), (0x12000000, 2 * MIB),
-                 (0x30000000, 32 << 10), (0x31000000, 4 * MIB), (0x70000000, 256 * MIB))
+SSE300_MEMORY = (
+    (0x10000000, MIB // 2),
+    (0x11000000, MIB),
+    (0x30000000, MIB // 2),
+    (0x31000000, 2 * MIB),
+    (0x70000000, 0x60000000),
+)
+SSE320_MEMORY = (
+    (0x10000000, 32 << 10),
+    (0x11000000, 128 << 10),
+    (0x12000000, 2 * MIB),
+    (0x30000000, 32 << 10),
+    (0x31000000, 4 * MIB),
+    (0x70000000, 256 * MIB),
+)
 
 
 @dataclass(frozen=True)
@@ -58,10 +69,14 @@ PLATFORMS = {
         "FVP_MPS3_Corstone_SSE_300", "mps3_board", "cpu0", "ethosu", (32, 64, 128, 256)
     ),
     "FVP_Corstone_SSE-320": Platform(
-        "FVP_MPS4_Corstone_SSE_320", "mps4_board", "mps4_board.subsystem.cpu0",
-        "mps4_board.subsystem.ethosu", (128, 256, 512, 1024, 2048),
+        "FVP_MPS4_Corstone_SSE_320",
+        "mps4_board",
+        "mps4_board.subsystem.cpu0",
+        "mps4_board.subsystem.ethosu",
+        (128, 256, 512, 1024, 2048),
         ("vis_hdlcd.disable_visualisation",),
-        memory=SSE320_MEMORY, initsvtor=0x11000000,  # its boot ROM
+        memory=SSE320_MEMORY,
+        initsvtor=0x11000000,  # its boot ROM
         initsvtor_param="mps4_board.subsystem.iotss3_systemcontrol.INITSVTOR_RST",
     ),
 }
@@ -73,7 +88,7 @@ def load_segments(elf: Path) -> list[tuple[int, int, int]]:
     data = elf.read_bytes()
     if data[:4] != b"\x7fELF" or data[4] != 1:
         raise Refused(f"{elf} is not a 32-bit ELF application")
-    phoff, = struct.unpack_from("<I", data, 28)
+    (phoff,) = struct.unpack_from("<I", data, 28)
     phentsize, phnum = struct.unpack_from("<HH", data, 42)
     segments = []
     for i in range(phnum):
@@ -102,20 +117,26 @@ def check_image(p: Platform, elf: Path, params: dict[str, str]) -> None:
     segments = load_segments(elf)
     for addr, _, memsz in segments:
         if not _inside(p.memory, addr, memsz):
-            raise Refused(f"{elf.name}: a segment at 0x{addr:08x} ({memsz} bytes) lies outside "
-                          f"the {p.stat_name} memory map")
+            raise Refused(
+                f"{elf.name}: a segment at 0x{addr:08x} ({memsz} bytes) lies outside "
+                f"the {p.stat_name} memory map"
+            )
     aliases = (vtor, vtor - 0x10000000) if vtor >= 0x10000000 else (vtor,)
     if not any(a <= v and v + 8 <= a + filesz for a, filesz, _ in segments for v in aliases):
         hint = f"; -C {p.initsvtor_param} moves it" if p.initsvtor_param else ""
-        raise Refused(f"{elf.name}: nothing is loaded at 0x{vtor:08x}, where the core reads "
-                      f"its reset vector (INITSVTOR){hint}")
+        raise Refused(
+            f"{elf.name}: nothing is loaded at 0x{vtor:08x}, where the core reads "
+            f"its reset vector (INITSVTOR){hint}"
+        )
     qemu_boots = (vtor & ~0x10000000) == 0  # QEMU's SSE-300 boots from ITCM
     for addr, _, memsz in segments:
         if not qemu_boots or not _inside(QEMU_MEMORY, addr, memsz):
-            raise Refused(f"{elf.name}: fits the {p.stat_name} map, but the fake runs it in "
-                          "QEMU mps3-an547 (the SSE-300 map, booting from ITCM at 0x10000000), "
-                          f"which has no memory at 0x{addr:08x} or does not boot from "
-                          f"0x{vtor:08x}: build it for QEMU's map (CONTRACT.md)")
+            raise Refused(
+                f"{elf.name}: fits the {p.stat_name} map, but the fake runs it in "
+                "QEMU mps3-an547 (the SSE-300 map, booting from ITCM at 0x10000000), "
+                f"which has no memory at 0x{addr:08x} or does not boot from "
+                f"0x{vtor:08x}: build it for QEMU's map (CONTRACT.md)"
+            )
 
 
 def known_params(p: Platform) -> list[str]:
@@ -304,8 +325,10 @@ class Simulation:
             if self.qemu is not None and self.qemu.poll() is not None:
                 self.stop("application exited")
             elif self.opts.timelimit and time.monotonic() - started >= self.opts.timelimit:
-                print("\nInfo: Simulation is stopping. Reason: CPU time has been exceeded.\n",
-                      flush=True)
+                print(
+                    "\nInfo: Simulation is stopping. Reason: CPU time has been exceeded.\n",
+                    flush=True,
+                )
                 self.stop("time limit")
 
     def shutdown(self) -> None:

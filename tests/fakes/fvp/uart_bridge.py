@@ -156,8 +156,11 @@ class UartBridge:
             return
         if not self.negotiated:
             if data[0] != IAC:
-                print("telnetterminal0: the client did not answer the telnet negotiation "
-                      "(set mode=raw for a raw byte stream); quitting", flush=True)
+                print(
+                    "telnetterminal0: the client did not answer the telnet negotiation "
+                    "(set mode=raw for a raw byte stream); quitting",
+                    flush=True,
+                )
                 self.on_stop("telnet negotiation failed")
                 return
             self.negotiated = True
@@ -166,8 +169,12 @@ class UartBridge:
                 digest = raw[HEADER_SIZE : HEADER_SIZE + 32].hex()
                 self.model_cycles = vela_delegate_cycles(digest)
                 if self.model_cycles is None:
-                    print(f"fake FVP: no Vela estimate for model {digest[:12]}: it gets no "
-                          "simulated PMU report", file=sys.stderr, flush=True)
+                    print(
+                        f"fake FVP: no Vela estimate for model {digest[:12]}: it gets no "
+                        "simulated PMU report",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         self.uart.sendall(data)
 
     def _from_target(self) -> None:

@@ -37,14 +37,15 @@ from hil.bundled import firmware_dir
 from hil.devices import DeviceSpec
 from hil.errors import DeployError, TargetUnavailable
 from hil.locks import file_lock
-from hil.runner.aarch64_sdk import executorch_root, runner_bundle
-from hil.runner.folders import default_firmware_dir
-from hil.sdk.kernels import KernelList, read_kernel_list
+from hil.runner.kernels import KernelList
+from hil.sdk.aarch64 import executorch_root, runner_bundle
+from hil.sdk.folders import default_firmware_dir
+from hil.sdk.kernels import read_kernel_list
 from hil.sdk.store import sdk_for_preset
 from hil.settings import FvpSettings, SerialSettings, SshSettings
 from hil.settings.common import FIRMWARE_PRESETS, FirmwareChoice
 
-log = logging.getLogger("hil.runner.firmware")
+log = logging.getLogger("hil.sdk.firmware")
 
 SOURCE_DIR: Path | None = None  # another copy of the sources (tests); None: the bundled one
 
@@ -231,8 +232,9 @@ def _cmake() -> str:
     numbers = re.search(r"(\d+)\.(\d+)", version)
     if numbers is None or tuple(map(int, numbers.groups())) < CMAKE_MINIMUM:
         seen = numbers.group(0) if numbers else "of unknown version"
-        raise TargetUnavailable(f"{found} is cmake {seen}; the runner needs 3.28 or newer",
-                                fix=CMAKE_FIX)
+        raise TargetUnavailable(
+            f"{found} is cmake {seen}; the runner needs 3.28 or newer", fix=CMAKE_FIX
+        )
     return found
 
 
@@ -259,6 +261,7 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
     build_id = f"{config.preset}-{digest[:16]}"
     folder = (root or default_firmware_dir()).resolve() / digest
     record = folder / "runner.json"
+
     def unwritable(e: OSError) -> DeployError:
         return DeployError(f"cannot write the firmware build folder {folder.parent}: {e}")
 
@@ -281,23 +284,41 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
         if config.preset == "linux-aarch64" and linked:  # the aarch64 wheel of this version
             defines.setdefault("EXECUTORCH_ROOT", str(executorch_root()))
         build_dir = folder / "build"
-        command = [_cmake(), "-S", str(source_dir()), "--preset", config.preset, "-B",
-                   str(build_dir)]
+        command = [
+            _cmake(),
+            "-S",
+            str(source_dir()),
+            "--preset",
+            config.preset,
+            "-B",
+            str(build_dir),
+        ]
         if shutil.which("ninja") is None:
             command += ["-G", "Unix Makefiles"]
         command += [f"-D{k}={v}" for k, v in defines.items()]
         started = time.monotonic()
         _run(command, f"configuring the {config.preset} runner", log_file)
-        _run([_cmake(), "--build", str(build_dir), "--parallel"],
-             f"building the {config.preset} runner", log_file)
+        _run(
+            [_cmake(), "--build", str(build_dir), "--parallel"],
+            f"building the {config.preset} runner",
+            log_file,
+        )
         found = [p for p in (build_dir / "hil-runner", build_dir / "hil-runner.elf") if p.exists()]
         if not found:
             raise DeployError(f"the {config.preset} build made no hil-runner; see {log_file}")
         binary = found[0]
-        record.write_text(json.dumps({
-            "build_id": build_id, "preset": config.preset, "defines": dict(config.defines),
-            "binary": str(binary), "seconds": round(time.monotonic() - started, 1),
-        }, indent=2))
+        record.write_text(
+            json.dumps(
+                {
+                    "build_id": build_id,
+                    "preset": config.preset,
+                    "defines": dict(config.defines),
+                    "binary": str(binary),
+                    "seconds": round(time.monotonic() - started, 1),
+                },
+                indent=2,
+            )
+        )
         log.info("built %s in %.1f s: %s", build_id, time.monotonic() - started, binary)
         return BuiltRunner(config, build_id, binary, built_now=True)
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hil.errors import TargetUnavailable
-from hil.runner.folders import default_firmware_dir
+from hil.sdk.folders import default_firmware_dir
 
-log = logging.getLogger("hil.runner.aarch64_sdk")
+log = logging.getLogger("hil.sdk.aarch64")
 
 PLATFORM = "manylinux_2_28_aarch64"
 WHEEL_PYTHON = "3.11"  # the C++ parts do not depend on it; the tag just has to exist
@@ -66,7 +66,7 @@ def executorch_root(*, fetch: bool = False) -> Path:
     """The unpacked aarch64 package folder (EXECUTORCH_ROOT of the linux-aarch64 preset).
 
     Only set-up steps fetch (`make setup`, `hil firmware build`,
-    `python -m hil.runner.aarch64_sdk`): a test run never downloads, it reports the target
+    `python -m hil.sdk.aarch64`): a test run never downloads, it reports the target
     unavailable with that fix instead."""
     folder = sdk_dir()
     root = folder / "executorch"
@@ -76,7 +76,7 @@ def executorch_root(*, fetch: bool = False) -> Path:
         raise TargetUnavailable(
             f"the aarch64 executorch SDK is not set up ({folder} is missing)",
             fix="run the set-up once (make setup, or .venv/bin/python -m "
-            "hil.runner.aarch64_sdk, or .venv/bin/hil firmware build --target pi5-emu): it "
+            "hil.sdk.aarch64, or .venv/bin/hil firmware build --target pi5-emu): it "
             "fetches the aarch64 executorch "
             "wheel from PyPI",
         )
@@ -91,9 +91,22 @@ def executorch_root(*, fetch: bool = False) -> Path:
 def _fetch(folder: Path) -> None:
     version = importlib.metadata.version("executorch")
     with tempfile.TemporaryDirectory(prefix="hil-aarch64-wheel-") as scratch:
-        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                   "--only-binary=:all:", "--platform", PLATFORM, "--python-version",
-                   WHEEL_PYTHON, f"executorch=={version}", "-d", scratch]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--platform",
+            PLATFORM,
+            "--python-version",
+            WHEEL_PYTHON,
+            f"executorch=={version}",
+            "-d",
+            scratch,
+        ]
         log.info("fetching the aarch64 executorch %s wheel: %s", version, " ".join(command))
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
         wheels = list(Path(scratch).glob("executorch-*.whl"))
@@ -121,10 +134,14 @@ def needed_libraries(elf: Path) -> list[str]:
     readelf = shutil.which("readelf") or shutil.which("aarch64-linux-gnu-readelf")
     if readelf is None:
         raise TargetUnavailable("readelf is not installed", fix="apt-get install binutils")
-    out = subprocess.run([readelf, "-d", str(elf)], capture_output=True, text=True, timeout=60,
-                         check=True).stdout
-    return [line.split("[", 1)[1].rstrip("]") for line in out.splitlines()
-            if "(NEEDED)" in line and "[" in line]
+    out = subprocess.run(
+        [readelf, "-d", str(elf)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    return [
+        line.split("[", 1)[1].rstrip("]")
+        for line in out.splitlines()
+        if "(NEEDED)" in line and "[" in line
+    ]
 
 
 def make_bundle(runner: Path, sdk_root: Path, folder: Path) -> RunnerBundle:
@@ -185,6 +202,6 @@ def runner_bundle(binary: Path) -> RunnerBundle:
         return make_bundle(binary, executorch_root(), folder)
 
 
-if __name__ == "__main__":  # the set-up step: `python -m hil.runner.aarch64_sdk` fetches it once
+if __name__ == "__main__":  # the set-up step: `python -m hil.sdk.aarch64` fetches it once
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     print(executorch_root(fetch=True))
