@@ -12,12 +12,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hil import check_command
+from hil import check_command, sdk_command
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
 from hil.explore import command as explore_command
 from hil.report import command as report_command
-from hil.sdk import command as sdk_command
 
 Command = Callable[[argparse.Namespace], int]
 

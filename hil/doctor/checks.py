@@ -115,7 +115,7 @@ def _bare_metal_engine(config: firmware.FirmwareConfig) -> Finding:
     """A bare-metal runner with no ExecuTorch (no SDK built, no EXECUTORCH_ROOT) gets the echo
     engine: no model runs on it. Says which install it links, or the `hil sdk build` line."""
     from hil.sdk.boards import board_of_preset
-    from hil.sdk.command import build_line
+    from hil.sdk.store import build_line
 
     if config.defines.get("HIL_ENGINE_EXECUTORCH") == "OFF":
         return Finding("runner engine", OK, "echo (HIL_ENGINE_EXECUTORCH=OFF)")

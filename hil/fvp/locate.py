@@ -105,7 +105,7 @@ def executorch_install(config: FvpConfig, runner: FirmwareConfig) -> Path | None
     if config.engine == "echo":
         return None
     from hil.sdk.boards import board_of_preset
-    from hil.sdk.command import build_line
+    from hil.sdk.store import build_line
 
     board = board_of_preset(runner.preset, runner.npu)
     line = build_line(board, runner.device) if board is not None else "hil sdk build ..."

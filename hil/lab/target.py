@@ -1,10 +1,10 @@
 """LabTarget: a serial or ssh board found through labgrid, leased for as long as it is in use.
 
 A device file whose connection names a labgrid place or pool (hil/settings/lab.py) becomes a
-LabTarget. Provisioning leases a place (reservation, wait, acquire: hil/lab/lease.py) and
-provisions the inner target (SerialTarget, SshTarget) on the place's resources, unchanged;
-deploy and run go to the inner target. What the lab adds is what happens when the board
-fails:
+LabTarget (hil/lab/open_target.py). Provisioning leases a place (reservation, wait, acquire:
+hil/lab/lease.py) and provisions the inner target (SerialTarget, SshTarget) on the place's
+resources, unchanged; deploy and run go to the inner target. What the lab adds is what happens
+when the board fails:
 
     runner stops answering   power-cycle the place (if it has a power switch), then the
     (InfrastructureError)    handshake again; it answers: InfrastructureRecovered (same
@@ -67,7 +67,7 @@ class LabTarget(Target):
 
     def _provision(self) -> None:
         settings = lab_settings(self.spec.settings)
-        assert settings is not None, "make_target builds a LabTarget only for labgrid devices"
+        assert settings is not None, "open_target builds a LabTarget only for labgrid devices"
         self._settings = settings
         self._client = LabClient(self._settings.coordinator).connect()
         self._leaser = LabLeases(self._client, self._settings, self.spec.name)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.runner.kernels import KernelList
-from hil.sdk.boards import SdkBoard, board_of_preset
+from hil.sdk.boards import SdkBoard, board_of_preset, command_line
 from hil.sdk.kernels import read_kernel_list
 
 RECORD = "sdk.json"
@@ -99,3 +99,12 @@ def sdk_for_preset(preset: str, npu: str | None = None, device: str | None = Non
     board, or none built yet)."""
     board = board_of_preset(preset, npu)
     return find_sdk(board, device) if board is not None else None
+
+
+def build_line(board: SdkBoard, name: str | None = None) -> str:
+    """The `hil sdk build` a user should run for a board (`name`: the device, when it is not
+    the board's own): with the source paths of an SDK built here before, when there is one
+    (the same checkouts serve every board)."""
+    earlier = next(iter(list_sdks()), None)
+    trees = dict(earlier.record.get("sources", {})) if earlier else {}
+    return command_line(trees, board, name)

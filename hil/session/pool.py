@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 from hil.devices import DeviceRegistry
 from hil.errors import HilError
+from hil.lab.open_target import open_target
 from hil.progress import Progress, heartbeat
-from hil.targets import Target, make_target
+from hil.targets import Target
 
 log = logging.getLogger("hil.session.pool")
 
@@ -32,7 +33,7 @@ class TargetPool:
             raise self._broken[name]
         if name not in self._ready:
             spec = self._devices().get(name)
-            target = make_target(spec)
+            target = open_target(spec)
             try:
                 with heartbeat(self._progress, f"provisioning target {name} ({spec.kind})"):
                     target.provision()

@@ -1,5 +1,7 @@
-"""Target kinds, one module each; `make_target` picks the class a device spec's kind names
-(a device whose connection names a labgrid place is the kind's board leased through hil.lab)."""
+"""Target kinds, one module each; `make_target` picks the class a device spec's kind names.
+
+A device whose connection names a labgrid place is that kind's board leased through the lab,
+a layer above: hil.lab.open_target wraps this for it."""
 
 from __future__ import annotations
 
@@ -24,10 +26,12 @@ TARGET_CLASSES = {
 
 
 def make_target(spec: DeviceSpec) -> Target:
-    if lab_settings(spec.settings) is not None:  # a serial or ssh board leased from a labgrid lab
-        from hil.lab.target import LabTarget
-
-        return LabTarget(spec, make_target)
+    if lab_settings(spec.settings) is not None:
+        raise UsageError(
+            f"target {spec.name!r} is a board leased through labgrid; make_target builds the "
+            "board itself",
+            fix="open it with hil.lab.open_target.open_target",
+        )
     try:
         module_name, class_name = TARGET_CLASSES[spec.kind].split(":")
     except KeyError:

@@ -1,4 +1,5 @@
-"""`hil sdk build` and `hil sdk list`: the command line over hil.sdk."""
+"""`hil sdk build` and `hil sdk list`: the command line over hil.sdk (above the session, whose
+export the suite-collected `--ops-from` uses)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 
 from hil.devices import DeviceRegistry, DeviceSpec
 from hil.errors import UsageError
-from hil.sdk.boards import BOARDS, SdkBoard, board_of_preset, command_line
+from hil.sdk.boards import BOARDS, SdkBoard, board_of_preset
+from hil.sdk.store import build_line
 
 SUITES = "suites"
 
@@ -172,7 +174,7 @@ def _programs(args: argparse.Namespace, device: str) -> list[Path]:
     suites = [i for i in items if not i.endswith(".pte")]
     if not suites:
         return ptes
-    from hil.sdk.suite_programs import suite_programs
+    from hil.sdk_command.suite_programs import suite_programs
 
     found = suite_programs(suites, device, _say, ["--hil-full"] if args.full else [])
     for check, why in found.failed:
@@ -196,14 +198,3 @@ def run_list(args: argparse.Namespace) -> int:
     for sdk in sdks:
         print(f"{sdk.board:<14} {sdk.device or '-':<12} {sdk.describe()}")
     return 0
-
-
-def build_line(board: SdkBoard, name: str | None = None) -> str:
-    """The `hil sdk build` a user should run for a board (`name`: the device, when it is not
-    the board's own): with the source paths of an SDK built here before, when there is one
-    (the same checkouts serve every board)."""
-    from hil.sdk.store import list_sdks
-
-    earlier = next(iter(list_sdks()), None)
-    trees = dict(earlier.record.get("sources", {})) if earlier else {}
-    return command_line(trees, board, name)
