@@ -1,8 +1,9 @@
 """A delegate's TOSA graph, read: operators by index, tensors by name, shape and type.
 
 One reader for the TOSA flatbuffers the Arm recipes keep beside a .pte: the viewer draws them
-(hil explore), their stage assertions count their operators (hil.executorch_ops), and a
-delegate whose inputs the reference model refuses is compared with them (hil.ethos_u).
+(hil explore), their stage assertions count their operators (hil.executorch_ops), a delegate
+whose inputs the reference model refuses is compared with them (hil.ethos_u), and the
+explainer walks their operators with each one's layout and origin (hil.explain).
 Read with the TOSA flatbuffer bindings of tosa-tools (in hil's venv). The TOSA adapter of Model
 Explorer names the node of operator N of a region's block `<region>/opN` (`main/op5`), counting
 every operator, constants included; Vela's debug database numbers the operators it read the
@@ -11,6 +12,7 @@ same way (its `ext_key`), which is how per-layer estimates find their node.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ class TosaOp:
     op: str  # "CONV2D", "RESCALE", ...
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
+    perms: tuple[int, ...] | None = None  # TRANSPOSE only
+    location: str = ""  # the lowering's debug text (empty unless lowered in debug mode)
 
 
 @dataclass(frozen=True)
@@ -78,15 +82,7 @@ def parse_tosa(data: bytes, path: Path = Path("<memory>")) -> TosaGraph:
         region = graph.Regions(0)
         block = region.Blocks(0)
         names = {value: name for name, value in vars(Op).items() if not name.startswith("_")}
-        ops = tuple(
-            TosaOp(
-                index=i,
-                op=names.get(block.Operators(i).Op(), f"UNKNOWN({block.Operators(i).Op()})"),
-                inputs=_strings(block.Operators(i), "Inputs"),
-                outputs=_strings(block.Operators(i), "Outputs"),
-            )
-            for i in range(block.OperatorsLength())
-        )
+        ops = tuple(_op(i, block.Operators(i), names) for i in range(block.OperatorsLength()))
         types = {value: name for name, value in vars(DType).items() if not name.startswith("_")}
         shapes, dtypes = {}, {}
         for i in range(block.TensorsLength()):
@@ -103,11 +99,31 @@ def parse_tosa(data: bytes, path: Path = Path("<memory>")) -> TosaGraph:
             shapes=shapes,
             dtypes=dtypes,
         )
-    except (AttributeError, IndexError, TypeError, ValueError) as e:
+    except (AttributeError, IndexError, TypeError, ValueError, struct.error) as e:
         raise CacheError(
             f"cannot read the TOSA graph {path}: {type(e).__name__}: {e}",
             fix="the artifact is damaged: delete its cache folder and run again to re-export",
         ) from e
+
+
+def _op(index: int, flat: Any, names: dict[int, str]) -> TosaOp:
+    name = names.get(flat.Op(), f"UNKNOWN({flat.Op()})")
+    perms = None
+    if name == "TRANSPOSE" and flat.Attribute() is not None:
+        from tosa.TransposeAttribute import TransposeAttribute  # type: ignore[import-untyped]
+
+        table, attribute = flat.Attribute(), TransposeAttribute()
+        attribute.Init(table.Bytes, table.Pos)
+        perms = tuple(int(attribute.Perms(j)) for j in range(attribute.PermsLength()))
+    location = flat.Location()
+    return TosaOp(
+        index=index,
+        op=name,
+        inputs=_strings(flat, "Inputs"),
+        outputs=_strings(flat, "Outputs"),
+        perms=perms,
+        location=_text(location.Text()) if location is not None else "",
+    )
 
 
 def _text(value: Any) -> str:

@@ -23,7 +23,7 @@ import torch
 
 from hil.artifacts.pte_program import Program, read_program
 from hil.case import BuiltCase
-from hil.errors import ExplainError, ExploreError
+from hil.errors import ExplainError, ProgramUnreadable
 from hil.recipes.base import Recipe
 from hil.recipes.lowering import recording_etrecord
 
@@ -55,7 +55,7 @@ def read(pte: Path) -> Program:
         )
     try:
         return read_program(pte)
-    except ExploreError as e:
+    except ProgramUnreadable as e:
         raise ExplainError(
             f"cannot explain {pte}: {e.message}",
             fix="the cache entry is damaged: delete its folder and run the check again, which "

@@ -52,6 +52,7 @@ import numpy as np
 import torch
 
 from hil.artifacts.store import Artifact
+from hil.artifacts.tosa_graph import TosaGraph, TosaOp
 from hil.case import BuiltCase
 from hil.errors import ExplainError
 from hil.explain import Divergence, NodeError
@@ -64,7 +65,7 @@ from hil.explain.quantized_values import (
 from hil.explain.tosa_isolate import run_isolated
 from hil.explain.tosa_layout import Layout, move
 from hil.explain.tosa_origins import check_same_graph, debug_blocks, origins
-from hil.explain.tosa_run import DelegateRun, TosaBlock, TosaOp, delegate_graph, run_keeping_tensors
+from hil.explain.tosa_run import DelegateRun, delegate_graph, run_keeping_tensors
 
 log = logging.getLogger("hil.explain.tosa")
 
@@ -197,7 +198,7 @@ def _input_orders(run: DelegateRun) -> dict[str, tuple[int, ...]]:
 
 
 def counterparts_of(
-    block: TosaBlock,
+    block: TosaGraph,
     found: Sequence[str | None],
     input_orders: Mapping[str, tuple[int, ...]],
     values: QuantizedValues,
@@ -231,7 +232,7 @@ def counterparts_of(
     return counterparts
 
 
-def _group_ends(block: TosaBlock, found: Sequence[str | None]) -> dict[str, int]:
+def _group_ends(block: TosaGraph, found: Sequence[str | None]) -> dict[str, int]:
     """Per origin node: the index of its last non-layout operator with a quantized output."""
     ends: dict[str, int] = {}
     for op in block.ops:
@@ -244,7 +245,7 @@ def _group_ends(block: TosaBlock, found: Sequence[str | None]) -> dict[str, int]
 
 
 def _kind(
-    op: TosaOp, tensor: str, block: TosaBlock, origin: str, values: QuantizedValues,
+    op: TosaOp, tensor: str, block: TosaGraph, origin: str, values: QuantizedValues,
     last: Mapping[str, int],
 ) -> str | None:  # fmt: skip
     dtype = block.dtypes.get(tensor)

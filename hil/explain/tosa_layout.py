@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from hil.explain.tosa_run import TosaBlock, TosaOp
+from hil.artifacts.tosa_graph import TosaGraph, TosaOp
 
 
 class Layout:
@@ -21,7 +21,7 @@ class Layout:
     unless it only moves unit dims (the lowering's transpose of a one-channel image): then the
     order is unknown until shapes tell; every other operator keeps its data input's order."""
 
-    def __init__(self, block: TosaBlock, input_orders: Mapping[str, tuple[int, ...]]) -> None:
+    def __init__(self, block: TosaGraph, input_orders: Mapping[str, tuple[int, ...]]) -> None:
         self.block = block
         self.orders: dict[str, tuple[int, ...] | None] = {
             t: tuple(input_orders.get(t, range(len(block.shapes.get(t, ()))))) for t in block.inputs

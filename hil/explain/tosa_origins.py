@@ -20,14 +20,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hil.artifacts.tosa_graph import TosaGraph
 from hil.capture import captured_output
 from hil.errors import ExplainError
-from hil.explain.tosa_run import TosaBlock, read_block
+from hil.explain.tosa_run import read_graph
 
 ORIGIN_PASS = "ExportedProgram.module()"  # the copy of the lowered program's own graph
 
 
-def debug_blocks(program: Any, options: dict[str, Any], workdir: Path) -> list[TosaBlock]:
+def debug_blocks(program: Any, options: dict[str, Any], workdir: Path) -> list[TosaGraph]:
     """Each delegate's TOSA main block, lowered again in debug mode, in execution order."""
     from executorch.backends.arm.common.arm_compile_spec import ArmCompileSpec
     from executorch.backends.arm.tosa.backend import TOSABackend
@@ -58,11 +59,11 @@ def debug_blocks(program: Any, options: dict[str, Any], workdir: Path) -> list[T
     for i, module in enumerate(lowered_modules(edge.exported_program())):
         path = workdir / f"debug_{i}.tosa"
         path.write_bytes(bytes(module.processed_bytes))
-        blocks.append(read_block(path))
+        blocks.append(read_graph(path))
     return blocks
 
 
-def check_same_graph(name: str, artifact_block: TosaBlock, debug: TosaBlock) -> None:
+def check_same_graph(name: str, artifact_block: TosaGraph, debug: TosaGraph) -> None:
     """The debug lowering must have the artifact's operators, index by index. The block's
     inputs may be named differently (a delegate fed by a CPU operator names its input after
     that operator's output, which the TOSA-only lowering does not have): they are matched by
@@ -86,7 +87,7 @@ def check_same_graph(name: str, artifact_block: TosaBlock, debug: TosaBlock) -> 
             )
 
 
-def origins(block: TosaBlock, known: set[str], order: dict[str, int]) -> list[str | None]:
+def origins(block: TosaGraph, known: set[str], order: dict[str, int]) -> list[str | None]:
     """Per operator: the quantized program's node it came from, or None (no location)."""
     return [_origin(op.location, known, order) for op in block.ops]
 

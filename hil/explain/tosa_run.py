@@ -19,10 +19,11 @@ import torch
 
 from hil.arrays import Array
 from hil.artifacts.store import Artifact
+from hil.artifacts.tosa_graph import TosaGraph, read_tosa
 from hil.call import fresh
 from hil.capture import captured_output
 from hil.case import BuiltCase
-from hil.errors import ExplainError, HilError
+from hil.errors import CacheError, ExplainError, HilError
 from hil.ethos_u.tosa_delegate import TensorSpec, TosaRunner, run_reference_model
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import load_host_program
@@ -31,35 +32,12 @@ NO_VALUE_OPS = ("CONST", "CONST_SHAPE")  # outputs known without running (or not
 FIX_REEXPORT = "delete the artifact's cache entry to re-export it"
 
 
-@dataclass(frozen=True)
-class TosaOp:
-    """One operator of a delegate's main block, as the explainer needs it."""
-
-    index: int
-    op: str  # "CONV2D", "RESCALE", ...
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    perms: tuple[int, ...] | None = None  # TRANSPOSE only
-    location: str = ""  # the lowering's debug text (empty unless lowered in debug mode)
-
-
-@dataclass(frozen=True)
-class TosaBlock:
-    """The main block of one TOSA graph: operators in order, tensor shapes and dtypes."""
-
-    ops: tuple[TosaOp, ...]
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    shapes: Mapping[str, tuple[int, ...]]
-    dtypes: Mapping[str, str]  # "INT8", "INT32", ...
-
-
 @dataclass
 class DelegateRun:
     """What one delegate computed on the target's inputs: every tensor by name."""
 
     name: str
-    block: TosaBlock
+    block: TosaGraph
     values: dict[str, Array] = field(default_factory=dict)
     input_orders: tuple[tuple[int, ...], ...] = ()  # dim order of each input as passed
 
@@ -78,28 +56,14 @@ def load_graph(path: Path) -> Any:
     return serializer
 
 
-def read_block(path: Path) -> TosaBlock:
-    """The main block of `path` (region 0, block 0: what ExecuTorch's Arm backend writes)."""
-    block = load_graph(path).regions[0].basicBlocks[0]
-    ops = []
-    for i, op in enumerate(block.operators):
-        name = op.op.name
-        perms = tuple(int(p) for p in op.attributes.perms) if name == "TRANSPOSE" else None
-        location = op.location.text if op.location is not None else ""
-        ops.append(TosaOp(i, name, tuple(op.inputs), tuple(op.outputs), perms, location or ""))
-    shapes: dict[str, tuple[int, ...]] = {}
-    dtypes: dict[str, str] = {}
-    for op in ops:
-        for tensor in op.outputs:
-            if op.op != "CONST_SHAPE":
-                found = block.tensors[tensor]
-                shapes[tensor] = tuple(int(d) for d in found.shape)
-                dtypes[tensor] = found.dtype.name
-    for tensor in block.inputs:
-        found = block.tensors[tensor]
-        shapes[tensor] = tuple(int(d) for d in found.shape)
-        dtypes[tensor] = found.dtype.name
-    return TosaBlock(tuple(ops), tuple(block.inputs), tuple(block.outputs), shapes, dtypes)
+def read_graph(path: Path) -> TosaGraph:
+    """A delegate's TOSA graph (hil.artifacts.tosa_graph), refused as the explainer's error."""
+    try:
+        return read_tosa(path)
+    except CacheError as e:
+        raise ExplainError(
+            f"{path} is not a TOSA flatbuffer hil can read: {e.message}", fix=FIX_REEXPORT
+        ) from e
 
 
 def expose_all(path: Path) -> bytes:
@@ -159,7 +123,7 @@ class _KeepingRunner(TosaRunner):
         return results[: len(run.block.outputs)], status, messages
 
 
-def _exposed_names(block: TosaBlock) -> list[str]:
+def _exposed_names(block: TosaGraph) -> list[str]:
     """The outputs `expose_all` appends, in its order."""
     listed = set(block.outputs)
     names = []
@@ -177,7 +141,7 @@ def run_keeping_tensors(
     built: BuiltCase, artifact: Artifact, graphs: Mapping[str, Path]
 ) -> dict[str, DelegateRun]:
     """Run the artifact's host program on the case's inputs; every delegate tensor kept."""
-    runs = {name: DelegateRun(name, read_block(path)) for name, path in graphs.items()}
+    runs = {name: DelegateRun(name, read_graph(path)) for name, path in graphs.items()}
     exposed = {name: expose_all(path) for name, path in graphs.items()}
     try:
         module = load_host_program(artifact.folder)

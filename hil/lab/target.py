@@ -53,22 +53,21 @@ R = TypeVar("R")
 
 
 class LabTarget(Target):
-    _settings: LabSettings
-    _client: LabClient
-    _leaser: LabLeases
-    _inner: Target
-
     def __init__(self, spec: DeviceSpec, make_inner: Callable[[DeviceSpec], Target]) -> None:
         """`make_inner` builds the target of a leased board (hil.targets.make_target)."""
         super().__init__(spec)
+        settings = lab_settings(spec.settings)
+        assert settings is not None, "open_target builds a LabTarget only for labgrid devices"
+        self._settings: LabSettings = settings
         self._make_inner = make_inner
+        # reached at provisioning; a failed provision releases only what it reached
+        self._client: LabClient | None = None
+        self._leaser: LabLeases | None = None
+        self._inner: Target | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def _provision(self) -> None:
-        settings = lab_settings(self.spec.settings)
-        assert settings is not None, "open_target builds a LabTarget only for labgrid devices"
-        self._settings = settings
         self._client = LabClient(self._settings.coordinator).connect()
         self._leaser = LabLeases(self._client, self._settings, self.spec.name)
         atexit.register(self._leaser.release_all)
@@ -79,15 +78,15 @@ class LabTarget(Target):
         held and the next is tried, until the pool has none left or wait_s runs out."""
         deadline = time.monotonic() + self._settings.wait_s
         while True:
-            lease = self._leaser.lease(deadline)  # NoFreeBoard when none is left
+            lease = self.leases.lease(deadline)  # NoFreeBoard when none is left
             try:
                 return self._start_inner(lease, power_cycle_on_failure=True)
             except InfrastructureError as e:
-                self._leaser.retire(lease.place, e)
+                self.leases.retire(lease.place, e)
                 self.log.warning("%s failed, taking another board: %s", lease.place, e.message)
 
     def _start_inner(self, lease: Lease, *, power_cycle_on_failure: bool) -> Target:
-        lease = self._leaser.ready(lease)
+        lease = self.leases.ready(lease)
         inner = _provisioned(self._make_inner(inner_spec(self.spec, lease)))
         if isinstance(inner, InfrastructureError) and power_cycle_on_failure:
             power = self._power()
@@ -105,52 +104,58 @@ class LabTarget(Target):
 
     def _close(self) -> None:
         """Release what is held; after a failed provision, only what it reached."""
-        inner: Target | None = getattr(self, "_inner", None)
-        if inner is not None:
-            inner.teardown()
-        leaser: LabLeases | None = getattr(self, "_leaser", None)
-        if leaser is not None:
-            leaser.release_all()
-            atexit.unregister(leaser.release_all)
-        client: LabClient | None = getattr(self, "_client", None)
-        if client is not None:
-            client.close()
+        if self._inner is not None:
+            self._inner.teardown()
+        if self._leaser is not None:
+            self._leaser.release_all()
+            atexit.unregister(self._leaser.release_all)
+        if self._client is not None:
+            self._client.close()
 
     def _teardown(self) -> None:
         self._close()
 
     @property
     def place(self) -> str | None:
-        return self._leaser.current.place if self._leaser.current else None
+        current = self._leaser.current if self._leaser is not None else None
+        return current.place if current is not None else None
 
     @property
     def failed_boards(self) -> dict[str, HilError]:
         """Places that failed in this target's life (held until it ends), with their causes."""
-        return dict(self._leaser.failed)
+        return dict(self.leases.failed)
 
     @property
     def inner(self) -> Target:
         """The target on the current board (SerialTarget, SshTarget)."""
+        if self._inner is None:
+            raise InfrastructureError(f"{self.spec.name}: no board of the lab is in use")
         return self._inner
 
+    @property
+    def leases(self) -> LabLeases:
+        if self._leaser is None:
+            raise InfrastructureError(f"{self.spec.name}: not connected to the lab")
+        return self._leaser
+
     def describe(self) -> dict[str, str]:
-        facts = dict(self._inner.describe()) if hasattr(self, "_inner") else {}
+        facts = dict(self._inner.describe()) if self._inner is not None else {}
         facts.update(super().describe())
-        if hasattr(self, "_leaser") and self._leaser.current is not None:
+        if self._leaser is not None and self._leaser.current is not None:
             facts.update(place=self._leaser.current.place, coordinator=self._settings.coordinator)
         return facts
 
     # -- failures --------------------------------------------------------------------------
 
     def _power(self) -> LabgridPower | None:
-        lease = self._leaser.current
+        lease = self.leases.current
         if lease is None or not self._settings.power:
             return None
         return place_power(lease.place, lease.resources, self._settings.power_delay_s)
 
     def _guarded(self, doing: str, fn: Callable[[Target], R]) -> R:
         try:
-            return fn(self._inner)
+            return fn(self.inner)
         except InfrastructureRecovered:
             raise
         except TargetCrash:
@@ -170,9 +175,9 @@ class LabTarget(Target):
 
     def _recover(self, doing: str, error: InfrastructureError) -> InfrastructureError:
         """Bring the target back after `error`: the same board power-cycled, else another."""
-        lease = self._leaser.current
+        lease = self.leases.current
         assert lease is not None
-        self._inner.teardown()
+        self.inner.teardown()
         power = self._power()
         tried = "no power switch to cycle"
         if power is not None:
@@ -192,7 +197,7 @@ class LabTarget(Target):
                         fix=error.fix,
                         recovery=f"power-cycled {lease.place}",
                     )
-        self._leaser.retire(lease.place, error)
+        self.leases.retire(lease.place, error)
         try:
             self._inner = self._take_board()
         except HilError as e:
@@ -202,7 +207,7 @@ class LabTarget(Target):
                 f"{e.message}",
                 fix=e.fix or error.fix,
             )
-        new = self._leaser.current
+        new = self.leases.current
         return InfrastructureRecovered(
             f"{error.message} [{doing} on {lease.place}; {tried}]; {lease.place} is out "
             f"of service, continuing on {new.place if new else '?'}",

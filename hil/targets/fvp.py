@@ -1,10 +1,10 @@
 """FvpTarget (kind "fvp"): hil's runner on a Corstone FVP (SSE-300 + Ethos-U55, SSE-320 +
 Ethos-U85), one FVP process serving many cases.
 
-An FVP site (hil.resources.fvp: the process, its time limit, licence and exit) composed with the
-runner driver (hil.runner.driver), over the FVP's UART0 (telnet terminal 0 in raw mode, a TCP
-port on this machine); models go by LOAD_FILE through the FVP's semihosting when the runner
-offers it (connection.model_load: link keeps the UART). What is this kind's own:
+An FVP (hil.resources.fvp: the process, its time limit, licence and exit) as the site of a
+RunnerTarget (hil/targets/runner_target.py), over the FVP's UART0 (telnet terminal 0 in raw
+mode, a TCP port on this machine); models go by LOAD_FILE through the FVP's semihosting when
+the runner offers it (connection.model_load: link keeps the UART). What is this kind's own:
 
 * provisioning refuses before any work: the device file (the NPU the FVP models must be the one
   the recipes compile for; checked when it loads), the FVP binary (missing: TargetUnavailable
@@ -22,13 +22,10 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 from hil.artifacts.store import Artifact
-from hil.case import Inputs
-from hil.devices import TimingPolicy
-from hil.errors import InfrastructureError, TargetUnavailable
+from hil.devices import DeviceSpec
 from hil.fvp import locate, output, pmu
 from hil.fvp.command import build_command
 from hil.fvp.config import fvp_config, runner_firmware
@@ -36,31 +33,31 @@ from hil.fvp.process import FvpProcess
 from hil.resources.fvp import FvpSite
 from hil.resources.logs import board_log_dir
 from hil.runner import messages as m
-from hil.runner.client import RunnerClient
-from hil.runner.driver import RunnerDriver, RunnerRun, local_files
+from hil.runner.driver import RunnerRun, local_files
 from hil.sdk import firmware
-from hil.settings.fvp import Engine, FvpSettings
+from hil.settings.fvp import Engine
 from hil.settings.serial import ModelLoad
-from hil.targets.base import Deployment, RunResult, Target
+from hil.targets.base import Deployment
+from hil.targets.runner_target import RunnerTarget
 from hil.transports.serial_link import SerialLink
 
 RECYCLE_AT = 0.8  # boot a fresh FVP once this share of its --timelimit has passed
 
 
-class FvpTarget(Target):
-    _config: FvpSettings
-    _binary: Path
-    _version: str
-    _runner: firmware.BuiltRunner
-    _fvp: FvpProcess | None
-    _driver: RunnerDriver | None
-    _started: float
+class FvpTarget(RunnerTarget):
+    def __init__(self, spec: DeviceSpec) -> None:
+        super().__init__(spec)
+        self._config = fvp_config(spec)
+        # found and built at provisioning; a failed provision tears down what it reached
+        self._binary: Path | None = None
+        self._version = ""
+        self._runner: firmware.BuiltRunner | None = None
+        self._fvp: FvpProcess | None = None
+        self._started = 0.0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _provision(self) -> None:
-        self._fvp, self._driver = None, None
-        self._config = fvp_config(self.spec)
         self._binary = locate.find_fvp(self._config)
         self._version = locate.fvp_version(self._binary)
         self._runner = firmware.build(self._firmware_config())
@@ -75,6 +72,7 @@ class FvpTarget(Target):
 
     def _boot(self) -> None:
         """Start an FVP on the runner and handshake with it."""
+        assert self._binary is not None and self._runner is not None, "provision boots"
         workdir = self._workdir()
         command = build_command(self._config, self._binary, self._runner.binary, workdir,
                                 _free_port())  # fmt: skip
@@ -87,40 +85,31 @@ class FvpTarget(Target):
             required=self._config.model_load is ModelLoad.FILE)  # fmt: skip
         try:
             link = SerialLink(f"socket://127.0.0.1:{port}", baudrate=self._config.baudrate).open()
-            self._driver = RunnerDriver(self.spec.name, link, FvpSite(fvp, self._config),
-                                        self._config.policy, files)  # fmt: skip
-            info = self._driver.hello()
+            info = self._connect_runner(link, FvpSite(fvp, self._config), self._config.policy,
+                                        files)  # fmt: skip
+            self.log.info(
+                "%s %s on port %d: runner %s (%s, engine %s, ExecuTorch %s); log %s",
+                self._config.platform.binary, self._version, port, info.build_id, info.platform,
+                info.engine_name, info.runtime_version, fvp.log_path,
+            )  # fmt: skip
+            echo = self._config.engine is Engine.ECHO
+            self._require_engine(
+                info,
+                m.ENGINE_ECHO if echo else m.ENGINE_EXECUTORCH,
+                fix=f"rebuild the runner (hil firmware build --target {self.spec.name} --force) "
+                "with EXECUTORCH_ROOT set, or set connection.engine: echo for link bring-up only",
+            )
         except BaseException:
             self._shutdown()
             raise
-        self._driver.kernels = firmware.registered_kernels(self._runner.config)
-        self.log.info(
-            "%s %s on port %d: runner %s (%s, engine %s, ExecuTorch %s); log %s",
-            self._config.platform.binary, self._version, port, info.build_id, info.platform,
-            info.engine_name, info.runtime_version, fvp.log_path,
-        )  # fmt: skip
-        self._check_engine(info)
-
-    def _check_engine(self, info: m.RunnerInfo) -> None:
-        wanted = m.ENGINE_ECHO if self._config.engine is Engine.ECHO else m.ENGINE_EXECUTORCH
-        if info.engine == wanted:
-            return
-        self._shutdown()
-        raise TargetUnavailable(
-            f"{self.spec.name}: the runner ({info.build_id}) has the {info.engine_name} engine, "
-            f"the device file asks for {self._config.engine}",
-            fix=f"rebuild the runner (hil firmware build --target {self.spec.name} --force) "
-            "with EXECUTORCH_ROOT set, or set connection.engine: echo for link bring-up only",
-        )
+        self.driver.kernels = firmware.registered_kernels(self._runner.config)
 
     def _workdir(self) -> Path:
         """The runner's semihosting folder (short: relative paths keep the command line short)."""
         return (board_log_dir() / f"{self.spec.name}-semihosting").resolve()
 
     def _shutdown(self) -> None:
-        driver, self._driver = self._driver, None
-        if driver is not None:
-            driver.close()
+        self._disconnect_runner()
         fvp, self._fvp = self._fvp, None
         if fvp is not None:
             fvp.stop()
@@ -141,54 +130,25 @@ class FvpTarget(Target):
         self._boot()
 
     @property
-    def driver(self) -> RunnerDriver:
-        if self._driver is None:
-            raise InfrastructureError(f"{self.spec.name}: no FVP is running")
-        return self._driver
-
-    @property
-    def client(self) -> RunnerClient:
-        """The runner's protocol client (tools and fault-injection tests use it)."""
-        return self.driver.client
-
-    @property
     def fvp(self) -> FvpProcess | None:
         return self._fvp
 
-    def describe(self) -> Mapping[str, str]:
-        facts = dict(super().describe())
-        config = getattr(self, "_config", None)
-        if config is not None:
-            facts.update(platform=config.platform.name, npu=config.npu,
-                         num_macs=str(config.num_macs), mode=str(config.mode))  # fmt: skip
-        if getattr(self, "_version", None):
-            facts.update(fvp=config.platform.binary if config else "", fvp_version=self._version)
-        driver: RunnerDriver | None = getattr(self, "_driver", None)
-        if driver is not None and driver.info is not None:
-            info = driver.info
-            facts.update(
-                build_id=info.build_id,
-                engine=info.engine_name,
-                executorch=info.runtime_version,
-                runner_platform=info.platform,
-            )
+    def describe(self) -> dict[str, str]:
+        facts = super().describe()  # the runner's platform is kept apart from the FVP's
+        if "platform" in facts:
+            facts["runner_platform"] = facts.pop("platform")
+        config = self._config
+        facts.update(platform=config.platform.name, npu=config.npu,
+                     num_macs=str(config.num_macs), mode=str(config.mode))  # fmt: skip
+        if self._version:
+            facts.update(fvp=config.platform.binary, fvp_version=self._version)
         return facts
 
     # -- deploy and run ----------------------------------------------------------------------
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         self._recycle_if_old()
-        sent = self.driver.deploy(artifact)
-        if sent:
-            self.log.info("sent %d bytes of %s", sent, artifact.pte_path.name)
-        return Deployment(artifact.sha256, handle=artifact, bytes_sent=sent)
-
-    def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
-        artifact: Artifact = deployment.handle
-        run = self.driver.run(artifact, inputs, policy)
-        return RunResult(outputs=run.outputs, timings_us=run.times.micros,
-                         timing=self.spec.latency.timing, counters=self._counters(artifact, run),
-                         log="\n".join(run.log_lines), not_the_model=run.not_the_model)  # fmt: skip
+        return super()._deploy(artifact)
 
     def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:
         counters = run.counters()

@@ -1,12 +1,12 @@
 """SerialTarget (kind "serial"): hil's runner on the other end of a serial link.
 
 A board (hil.resources.boards: a real board on a port URL, the host runner on a pty, the
-bare-metal runner in QEMU) composed with the runner driver (hil.runner.driver), which speaks the
-protocol and classifies failures. What is this kind's own: building the runner of a virtual
-board, flashing a real board whose runner is not the build made for its device file, choosing
-how models reach the runner (the line, or LOAD_FILE where the runner reads this machine's
-disk), and refusing a runner with the echo engine for model runs. Connection keys:
-hil/settings/serial.py.
+bare-metal runner in QEMU) as the site of a RunnerTarget (hil/targets/runner_target.py: the
+driver, deploy, run and the failure classes every runner kind shares). What is this kind's
+own: building the runner of a virtual board, flashing a real board whose runner is not the
+build made for its device file, choosing how models reach the runner (the line, or LOAD_FILE
+where the runner reads this machine's disk), and refusing a runner with the echo engine for
+model runs. Connection keys: hil/settings/serial.py.
 """
 
 from __future__ import annotations
@@ -15,18 +15,17 @@ import contextlib
 from collections.abc import Iterator
 
 from hil.artifacts.store import Artifact
-from hil.case import Inputs
-from hil.devices import DeviceSpec, TimingPolicy
-from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+from hil.devices import DeviceSpec
+from hil.errors import DeployError, DeviceSpecError, InfrastructureError
 from hil.resources.boards import Board, PortBoard, make_board
 from hil.resources.flashing import make_flasher
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
-from hil.runner.driver import Files, RunnerDriver, local_files
+from hil.runner.driver import Files, RunnerRun, local_files
 from hil.runner.kernels import KernelList
 from hil.sdk import firmware
 from hil.settings.serial import ModelLoad, SerialSettings, VirtualBoard
-from hil.targets.base import Deployment, RunResult, Target
+from hil.targets.runner_target import RunnerTarget
 from hil.transports import Link
 from hil.transports.serial_link import SerialLink
 from hil.transports.telnet_link import SCHEME as TELNET
@@ -39,26 +38,25 @@ def serial_settings(spec: DeviceSpec) -> SerialSettings:
     return spec.settings
 
 
-class SerialTarget(Target):
-    _settings: SerialSettings
-    # None until provisioning starts them: a failed provision tears down what it reached
-    _board: Board | None = None
-    _driver: RunnerDriver | None = None
-    _runner: firmware.BuiltRunner | None
+class SerialTarget(RunnerTarget):
+    def __init__(self, spec: DeviceSpec) -> None:
+        super().__init__(spec)
+        self._settings = serial_settings(spec)
+        # None until provisioning starts them: a failed provision tears down what it reached
+        self._board: Board | None = None
+        self._runner: firmware.BuiltRunner | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _provision(self) -> None:
-        self._settings = serial_settings(self.spec)
         self._runner, self._board = prepare_board(self.spec)
         info = self._ensure_build(self._connect())
-        if info.engine != m.ENGINE_EXECUTORCH:
-            raise TargetUnavailable(
-                f"{self.spec.name}: its runner ({info.build_id}) was built with the "
-                f"{info.engine_name} engine, which links no ExecuTorch and cannot run models",
-                fix="build an SDK for the board (hil sdk build, README) or point "
-                "EXECUTORCH_ROOT at an install; the echo build serves `hil selftest` only",
-            )
+        self._require_engine(
+            info,
+            m.ENGINE_EXECUTORCH,
+            fix="build an SDK for the board (hil sdk build, README) or point EXECUTORCH_ROOT "
+            "at an install; the echo build serves `hil selftest` only",
+        )
         self.driver.kernels = self._kernel_list(info)
 
     def _kernel_list(self, info: m.RunnerInfo) -> KernelList | None:
@@ -74,9 +72,7 @@ class SerialTarget(Target):
     def _connect(self) -> m.RunnerInfo:
         url = self.board.start()
         link = open_link(url, self._settings.baudrate)
-        self._driver = RunnerDriver(self.spec.name, link, self.board, self._settings.policy,
-                                    self._files())  # fmt: skip
-        info = self._driver.hello()
+        info = self._connect_runner(link, self.board, self._settings.policy, self._files())
         self.log.info("runner %s on %s (%s, ExecuTorch %s, engine %s)", info.build_id, url,
                       info.platform, info.runtime_version, info.engine_name)  # fmt: skip
         return info
@@ -108,7 +104,7 @@ class SerialTarget(Target):
         built = firmware.build(firmware.firmware_config(self.spec))
         self.log.info("board runs %s, flashing %s with %s", info.build_id, built.build_id,
                       flasher.describe())  # fmt: skip
-        self._close_link()
+        self._disconnect_runner()
         flasher.flash(built.binary)
         if isinstance(self._board, PortBoard):
             self._board.reset()
@@ -121,13 +117,8 @@ class SerialTarget(Target):
             )
         return info
 
-    def _close_link(self) -> None:
-        driver, self._driver = self._driver, None
-        if driver is not None:
-            driver.close()
-
     def _teardown(self) -> None:
-        self._close_link()
+        self._disconnect_runner()
         if self._board is not None:
             self._board.stop()
 
@@ -135,37 +126,12 @@ class SerialTarget(Target):
     def board(self) -> Board:
         """What the runner runs on (tests reach a virtual board's process through it)."""
         if self._board is None:
-            raise TargetUnavailable(f"{self.spec.name}: the target is not provisioned")
+            raise InfrastructureError(f"{self.spec.name}: the board is not started")
         return self._board
 
-    @property
-    def driver(self) -> RunnerDriver:
-        if self._driver is None:
-            raise TargetUnavailable(f"{self.spec.name}: the runner is not connected")
-        return self._driver
+    # -- what only this kind measures ----------------------------------------------------------
 
-    @property
-    def client(self) -> RunnerClient:
-        """The protocol client on the board's link: its stats and log, for diagnostics."""
-        return self.driver.client
-
-    def describe(self) -> dict[str, str]:
-        facts = dict(super().describe())
-        driver: RunnerDriver | None = getattr(self, "_driver", None)
-        if driver is not None:
-            facts.update(driver.describe())
-        return facts
-
-    # -- deploy and run ----------------------------------------------------------------------
-
-    def _deploy(self, artifact: Artifact) -> Deployment:
-        sent = self.driver.deploy(artifact)
-        if sent:
-            self.log.info("sent %d bytes of %s", sent, artifact.pte_path.name)
-        return Deployment(artifact.sha256, handle=artifact, bytes_sent=sent)
-
-    def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
-        run = self.driver.run(deployment.handle, inputs, policy)
+    def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:
         counters = run.counters()
         if (self._settings.virtual is VirtualBoard.QEMU_MPS3_AN547 and "cpu_cycles" in counters
                 and run.times.clock_hz):  # fmt: skip
@@ -173,9 +139,7 @@ class SerialTarget(Target):
             # cycles follow at the runner's clock rate
             counters["qemu_instructions_median"] = (
                 counters["cpu_cycles"] * 1e9 / float(run.times.clock_hz))  # fmt: skip
-        return RunResult(outputs=run.outputs, timings_us=run.times.micros,
-                         timing=self.spec.latency.timing, counters=counters,
-                         log="\n".join(run.log_lines), not_the_model=run.not_the_model)  # fmt: skip
+        return counters
 
 
 def prepare_board(spec: DeviceSpec) -> tuple[firmware.BuiltRunner | None, Board]:

@@ -1,17 +1,18 @@
 """SshTarget (kind "ssh"): hil's runner on a Linux board, a Raspberry Pi 5, over SSH.
 
 A login (OpenSSH; the host key must already be in the device's known-hosts file) and the runner
-process it starts (RemoteRunner, a runner site) composed with the runner driver
-(hil.runner.driver). Models go by LOAD_FILE: the runner loads the .pte's content-addressed file
-from the device's disk, checking size and sha256, and the driver copies it by SFTP only when it
-is missing or damaged there. What is this kind's own:
+process it starts (RemoteRunner, the site of a RunnerTarget: hil/targets/runner_target.py).
+Models go by LOAD_FILE: the runner loads the .pte's content-addressed file from the device's
+disk, checking size and sha256, and the driver copies it by SFTP only when it is missing or
+damaged there. What is this kind's own:
 
 * provisioning builds the aarch64 runner bundle and copies the files whose hash differs, then
   starts the runner once per session, pinned to the device's cores (`taskset -c`) and under its
   runner_prefix (qemu-aarch64 on the emulated Pi, nothing on a real one);
 * a dropped connection is reconnected once (new connection, new runner, model reloaded from
-  the device's disk) and the step done again; a device that stays away is TargetUnavailable
-  naming the host, for the rest of the session.
+  the device's disk) and the step done again; a device that stays away is an
+  InfrastructureError naming the host, and the session keeps the target out of service (a
+  device that left mid-run is a lab failure, never a quiet skip of the cases after it).
 
 Connection keys: hil/settings/ssh.py.
 """
@@ -27,8 +28,7 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 from hil.artifacts.store import Artifact
-from hil.case import Inputs
-from hil.devices import DeviceSpec, TimingPolicy
+from hil.devices import DeviceSpec
 from hil.errors import (
     DeviceSpecError,
     HilError,
@@ -39,12 +39,11 @@ from hil.resources.emulated_pi import EmulatedPi
 from hil.resources.logs import board_log_dir, tail
 from hil.resources.ssh_remote import RemoteFacts, RemoteTree
 from hil.runner import messages as m
-from hil.runner.client import RunnerClient
-from hil.runner.driver import Files, RunnerDriver
+from hil.runner.driver import Files, RunnerRun
 from hil.sdk import firmware
 from hil.sdk.aarch64 import RunnerBundle, runner_bundle
 from hil.settings.ssh import SshSettings
-from hil.targets.base import Deployment, RunResult, Target
+from hil.targets.runner_target import RunnerTarget
 from hil.transports.ssh import SshConnection, SshEndpoint, quote
 from hil.transports.ssh_link import ProcessLink
 
@@ -100,122 +99,134 @@ def ssh_settings(spec: DeviceSpec) -> SshSettings:
     return spec.settings
 
 
-class SshTarget(Target):
-    _settings: SshSettings
-    _endpoint: SshEndpoint
-    _connection: SshConnection
-    _tree: RemoteTree
-    _bundle: RunnerBundle
-    _build_id: str
-    # None until provisioning starts them: a failed provision tears down what it reached
-    _emulator: EmulatedPi | None = None
-    _driver: RunnerDriver | None = None
+class SshTarget(RunnerTarget):
+    def __init__(self, spec: DeviceSpec) -> None:
+        super().__init__(spec)
+        self._settings = ssh_settings(spec)
+        self._log_path = board_log_dir().resolve() / f"{spec.name}.log"
+        self.reconnects = 0
+        self.runner_bytes_sent = 0
+        # None until provisioning reaches them: a failed provision tears down what it reached
+        self._emulator: EmulatedPi | None = None
+        self._endpoint: SshEndpoint | None = None
+        self._connection: SshConnection | None = None
+        self._tree: RemoteTree | None = None
+        self._bundle: RunnerBundle | None = None
+        self._build_id = ""
+        self._facts: RemoteFacts | None = None
+        self._lost: InfrastructureError | None = None  # the device stayed away after a reconnect
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _provision(self) -> None:
-        self._settings = ssh_settings(self.spec)
-        self._emulator = EmulatedPi(self.spec.name) if self._settings.virtual else None
-        self._lost: TargetUnavailable | None = None
-        self._facts: RemoteFacts | None = None
-        self.reconnects = 0
-        self.runner_bytes_sent = 0
-        self._log_path = board_log_dir().resolve() / f"{self.spec.name}.log"
-        if self._emulator is None:  # an unconfigured device is reported before any build
+        virtual = self._settings.virtual
+        if not virtual:  # an unconfigured device is reported before any build
             self._endpoint = real_endpoint(self.spec, self._settings)
         built = firmware.build(firmware.firmware_config(self.spec))
         self._bundle, self._build_id = runner_bundle(built.binary), built.build_id
         emulator = self._settings.runner_prefix[:1]
-        if self._emulator is not None and emulator and shutil.which(emulator[0]) is None:
+        if virtual and emulator and shutil.which(emulator[0]) is None:
             raise TargetUnavailable(
                 f"{self.spec.name}: {emulator[0]} is not installed",
                 fix="apt-get install qemu-user (make setup does it)",
             )
-        if self._emulator is not None:
+        if virtual:
+            self._emulator = EmulatedPi(self.spec.name)
             self._endpoint = self._emulator.start()
         self._open()
 
     def _open(self) -> None:
         """Connect, put the runner in place, start it and shake hands."""
-        self._connection = SshConnection(self._endpoint, self.spec.name, board_log_dir())
+        self._connection = SshConnection(self.endpoint, self.spec.name, board_log_dir())
         self._connection.connect()
         remote_dir = self._settings.remote_dir or (
             self._emulator.remote_dir if self._emulator is not None else ".hil")  # fmt: skip
         self._tree = RemoteTree(self._connection, remote_dir, self.spec.name)
         self._tree.prepare()
         self._stop_stale_runner()
-        self.runner_bytes_sent += self._tree.sync_runner(self._bundle)
+        self.runner_bytes_sent += self._tree.sync_runner(self.bundle)
         if self._facts is None:
             self._facts = self._tree.facts()
         self._start_runner()
 
     @property
     def _pid_file(self) -> str:
-        return f"{self._tree.root}/runner-{os.getpid()}-{id(self)}.pid"
+        return f"{self.remote.root}/runner-{os.getpid()}-{id(self)}.pid"
 
     def runner_command(self) -> str:
         """The remote shell command that starts the runner (pinned, under the prefix)."""
         s = self._settings
         words = (["taskset", "-c", s.cpus] if s.cpus else []) + list(s.runner_prefix)
-        words += [f"./{self._bundle.runner}", "--stdio", *s.runner_args]
-        return (f"cd {quote(self._tree.runner_dir)} && echo $$ > {quote(self._pid_file)} && "
+        words += [f"./{self.bundle.runner}", "--stdio", *s.runner_args]
+        return (f"cd {quote(self.remote.runner_dir)} && echo $$ > {quote(self._pid_file)} && "
                 "exec " + " ".join(quote(w) for w in words))  # fmt: skip
 
     def _start_runner(self) -> None:
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file: IO[bytes]
         with self._log_path.open("ab") as log_file:
-            log_file.write(f"--- starting on {self._endpoint.address}: "
+            log_file.write(f"--- starting on {self.endpoint.address}: "
                            f"{self.runner_command()}\n".encode())  # fmt: skip
             log_file.flush()
-            process = self._connection.spawn(self.runner_command(), stderr=log_file)
-        site = RemoteRunner(self.spec.name, self._connection, process, self._log_path)
-        files = Files(lambda artifact: self._tree.model_path(artifact.sha256),
-                      lambda artifact: self._tree.put_model(artifact.pte_path, artifact.sha256),
+            process = self.connection.spawn(self.runner_command(), stderr=log_file)
+        site = RemoteRunner(self.spec.name, self.connection, process, self._log_path)
+        tree = self.remote
+        files = Files(lambda artifact: tree.model_path(artifact.sha256),
+                      lambda artifact: tree.put_model(artifact.pte_path, artifact.sha256),
                       required=True)  # fmt: skip
         link = ProcessLink(process, f"{self.spec.name} runner")
-        self._driver = RunnerDriver(self.spec.name, link, site, self._settings.policy, files)
-        info = self._driver.hello()
-        if info.engine != m.ENGINE_EXECUTORCH or not info.file_load:
+        info = self._connect_runner(link, site, self._settings.policy, files)
+        fix = "rebuild it: hil firmware build --target " + self.spec.name
+        self._require_engine(info, m.ENGINE_EXECUTORCH, fix)
+        if not info.file_load:
             raise TargetUnavailable(
                 f"{self.spec.name}: the runner ({info.build_id}, protocol {info.protocol}) "
                 "cannot run models from files",
-                fix="rebuild it: hil firmware build --target " + self.spec.name,
+                fix=fix,
             )
         if info.build_id != self._build_id:
             self.log.warning("the runner reports build %s, expected %s", info.build_id,
                              self._build_id)  # fmt: skip
         self.log.info("runner %s on %s (%s, ExecuTorch %s), pinned to %s", info.build_id,
-                      self._endpoint.address, info.platform, info.runtime_version,
+                      self.endpoint.address, info.platform, info.runtime_version,
                       self._settings.cpus or "all cores")  # fmt: skip
 
     def _stop_stale_runner(self) -> None:
         """Kill a runner this target started before (hung when its connection dropped)."""
         path = quote(self._pid_file)
-        self._connection.run(
+        self.connection.run(
             f"p=$(cat {path} 2>/dev/null) && grep -q hil-runner /proc/$p/cmdline 2>/dev/null "
             f"&& kill -9 $p; rm -f {path}; true")  # fmt: skip
 
-    def _close(self) -> None:
-        driver, self._driver = self._driver, None
-        if driver is not None:
-            driver.close()
-        connection: SshConnection | None = getattr(self, "_connection", None)
-        if connection is not None and connection.alive() and hasattr(self, "_tree"):
-            self._stop_stale_runner()
-        if connection is not None:
-            connection.close()
+    def _teardown(self) -> None:
+        self._disconnect_runner()
+        if self._connection is not None:
+            if self._connection.alive() and self._tree is not None:
+                self._stop_stale_runner()
+            self._connection.close()
+            self._connection = None
         if self._emulator is not None:
             self._emulator.stop()
-
-    def _teardown(self) -> None:
-        self._close()
 
     # -- facts -------------------------------------------------------------------------------
 
     @property
+    def endpoint(self) -> SshEndpoint:
+        if self._endpoint is None:
+            raise InfrastructureError(f"{self.spec.name}: no SSH endpoint yet (not provisioned)")
+        return self._endpoint
+
+    @property
     def connection(self) -> SshConnection:
+        if self._connection is None:
+            raise InfrastructureError(f"{self.spec.name}: not connected over SSH")
         return self._connection
+
+    @property
+    def bundle(self) -> RunnerBundle:
+        if self._bundle is None:
+            raise InfrastructureError(f"{self.spec.name}: the runner bundle is not built yet")
+        return self._bundle
 
     @property
     def emulator(self) -> EmulatedPi | None:
@@ -224,40 +235,27 @@ class SshTarget(Target):
     @property
     def remote(self) -> RemoteTree:
         """The device's hil folder (the bench times its copies)."""
+        if self._tree is None:
+            raise InfrastructureError(f"{self.spec.name}: the device's folder is not prepared")
         return self._tree
-
-    @property
-    def driver(self) -> RunnerDriver:
-        if self._driver is None:
-            raise TargetUnavailable(f"{self.spec.name}: the runner is not running")
-        return self._driver
-
-    @property
-    def client(self) -> RunnerClient:
-        """The runner protocol client (diagnostics and the bench)."""
-        return self.driver.client
 
     def remote_runner_pid(self) -> int | None:
         """The runner's process id on the device (fault tests kill it)."""
-        done = self._connection.run(f"cat {quote(self._pid_file)}")
+        done = self.connection.run(f"cat {quote(self._pid_file)}")
         text = done.stdout.decode().strip()
         return int(text) if text.isdigit() else None
 
     def describe(self) -> dict[str, str]:
-        facts = dict(super().describe())
-        driver: RunnerDriver | None = getattr(self, "_driver", None)
-        if driver is not None:
-            facts.update(driver.describe())
-        if hasattr(self, "_endpoint"):
+        facts = super().describe()
+        if self._endpoint is not None:
             facts["address"] = self._endpoint.address
-            if self._connection.host_key_fingerprint:
-                facts["host_key"] = self._connection.host_key_fingerprint
+        if self._connection is not None and self._connection.host_key_fingerprint:
+            facts["host_key"] = self._connection.host_key_fingerprint
         if self._facts is not None:
             facts.update(self._facts.as_dict())
-        if hasattr(self, "_settings"):
-            facts["pinned_cpus"] = self._settings.cpus or "all"
-            if self._settings.runner_prefix:
-                facts["emulator"] = " ".join(self._settings.runner_prefix)
+        facts["pinned_cpus"] = self._settings.cpus or "all"
+        if self._settings.runner_prefix:
+            facts["emulator"] = " ".join(self._settings.runner_prefix)
         facts["timing"] = str(self.spec.latency.timing)
         return facts
 
@@ -276,48 +274,31 @@ class SshTarget(Target):
                 self.reconnects += 1
                 return fn()
             except HilError as again:
-                self._lost = TargetUnavailable(
-                    f"{self.spec.name}: lost the SSH connection to {self._endpoint.host} "
-                    f"(port {self._endpoint.port}) while {doing}, and could not get it back: "
+                self._lost = InfrastructureError(
+                    f"{self.spec.name}: lost the SSH connection to {self.endpoint.host} "
+                    f"(port {self.endpoint.port}) while {doing}, and could not get it back: "
                     f"{again.message}",
-                    fix=f"check that {self._endpoint.host} is powered, on the network and "
-                    "running sshd; the target stays unavailable for the rest of this session",
+                    fix=f"check that {self.endpoint.host} is powered, on the network and "
+                    "running sshd; the target stays out of service for the rest of this session",
                 )
                 raise self._lost from again
 
     def _reconnect(self) -> None:
         """A new connection and a new runner; _open() first stops the old runner if it hangs
         on (its pid file is this target's)."""
-        driver, self._driver = self._driver, None
-        if driver is not None:
-            driver.close()
-        self._connection.close()
+        self._disconnect_runner()
+        self.connection.close()
         self._open()
 
-    # -- deploy and run ----------------------------------------------------------------------
+    # -- what only this kind measures ----------------------------------------------------------
 
-    def _deploy(self, artifact: Artifact) -> Deployment:
-        sent = self._step(f"deploying {artifact.pte_path.name}",
-                          lambda: self.driver.deploy(artifact))  # fmt: skip
-        if sent:
-            self.log.info("copied %d bytes of %s to %s", sent, artifact.pte_path.name,
-                          self._endpoint.host)  # fmt: skip
-        return Deployment(artifact.sha256, handle=artifact, bytes_sent=sent)
-
-    def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
-        return self._step("running the model", lambda: self._run_once(deployment, inputs, policy))
-
-    def _run_once(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy
-                  ) -> RunResult:  # fmt: skip
-        run = self.driver.run(deployment.handle, inputs, policy)
+    def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:
         counters = run.counters()
         if self._facts is not None and self._facts.temperature_c is not None:
-            temperature = self._tree.temperature_c()
+            temperature = self.remote.temperature_c()
             if temperature is not None:
                 counters["soc_temperature_c"] = temperature
-        return RunResult(outputs=run.outputs, timings_us=run.times.micros,
-                         timing=self.spec.latency.timing, counters=counters,
-                         log="\n".join(run.log_lines))  # fmt: skip
+        return counters
 
 
 def real_endpoint(spec: DeviceSpec, settings: SshSettings) -> SshEndpoint:

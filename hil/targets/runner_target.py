@@ -1,0 +1,128 @@
+"""RunnerTarget: the base of the targets whose models run in hil's runner (serial boards, SSH
+boards, Corstone FVPs), reached through one RunnerDriver.
+
+What the three share lives here once: the driver and what its absence means, the engine check
+after the handshake, deploy and run through the driver, the RunResult, the identity facts.
+A kind keeps only its resource: how the runner is started and reached (a board on a port, a
+login over SSH, an FVP process), when a step may be tried again, and the counters only it can
+add.
+
+Which failure is which class, on every kind alike (the driver classifies what the runner and
+its site did: hil/runner/driver.py):
+
+    the runner faulted, asserted or ended     TargetCrash with its last log lines: it died on
+    while working on the model                this model, so trying again would hide a bug
+    the runner went silent, or the link or    InfrastructureError (LinkTimeout, TransportError,
+    the site (FVP, SSH login) failed under it the site's own cause): the lab failed, not the
+                                              model; the session retires the target and the
+                                              retry gets a fresh one
+    no runner is connected while the target   InfrastructureError: in service the target had a
+    is in service                             runner, so it was lost (an FVP that did not boot
+                                              again, a link closed under the session), never
+                                              "unavailable", which means this machine cannot
+                                              run the target at all
+    the runner cannot run models (the echo    TargetUnavailable at provisioning: the cases skip
+    engine, no LOAD_FILE where files are      with the rebuild that fixes it
+    required)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from hil.artifacts.store import Artifact
+from hil.case import Inputs
+from hil.devices import DeviceSpec, TimingPolicy
+from hil.errors import InfrastructureError, TargetUnavailable
+from hil.runner import messages as m
+from hil.runner.client import RunnerClient
+from hil.runner.driver import Files, RunnerDriver, RunnerRun, RunnerSite
+from hil.settings.common import LinkPolicy
+from hil.targets.base import Deployment, RunResult, Target
+from hil.transports import Link
+
+R = TypeVar("R")
+
+
+class RunnerTarget(Target):
+    """A target whose runner is reached through a RunnerDriver (None while none is connected)."""
+
+    def __init__(self, spec: DeviceSpec) -> None:
+        super().__init__(spec)
+        self._driver: RunnerDriver | None = None
+
+    # -- the runner connection -----------------------------------------------------------------
+
+    def _connect_runner(self, link: Link, site: RunnerSite, policy: LinkPolicy,
+                        files: Files | None) -> m.RunnerInfo:  # fmt: skip
+        """A driver on `link` to the runner at `site`, after its handshake."""
+        self._driver = RunnerDriver(self.spec.name, link, site, policy, files)
+        return self._driver.hello()
+
+    def _disconnect_runner(self) -> None:
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            driver.close()
+
+    @property
+    def driver(self) -> RunnerDriver:
+        if self._driver is None:
+            raise InfrastructureError(
+                f"{self.spec.name}: no runner is connected (the target lost it, or was never "
+                "provisioned)",
+                fix="the session takes the target out of service and provisions it afresh "
+                "for the next attempt; the target's log says what ended the runner",
+            )
+        return self._driver
+
+    @property
+    def client(self) -> RunnerClient:
+        """The runner's protocol client: its stats and log (diagnostics, fault tests)."""
+        return self.driver.client
+
+    def _require_engine(self, info: m.RunnerInfo, wanted: int, fix: str) -> None:
+        """A runner without the engine the device file needs cannot serve its cases."""
+        if info.engine == wanted:
+            return
+        raise TargetUnavailable(
+            f"{self.spec.name}: its runner ({info.build_id}) has the {info.engine_name} engine"
+            + (", which links no ExecuTorch and cannot run models"
+               if info.engine == m.ENGINE_ECHO else ""),
+            fix=fix,
+        )  # fmt: skip
+
+    def describe(self) -> dict[str, str]:
+        facts = dict(super().describe())
+        if self._driver is not None:
+            facts.update(self._driver.describe())
+        return facts
+
+    # -- deploy and run ----------------------------------------------------------------------
+
+    def _step(self, doing: str, fn: Callable[[], R]) -> R:
+        """One deploy or run; a kind that can get its runner back (SSH) tries again here."""
+        return fn()
+
+    def _deploy(self, artifact: Artifact) -> Deployment:
+        sent = self._step(f"deploying {artifact.pte_path.name}",
+                          lambda: self.driver.deploy(artifact))  # fmt: skip
+        if sent:
+            self.log.info("sent %d bytes of %s", sent, artifact.pte_path.name)
+        return Deployment(artifact.sha256, handle=artifact, bytes_sent=sent)
+
+    def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
+        artifact: Artifact = deployment.handle
+        run = self._step("running the model", lambda: self.driver.run(artifact, inputs, policy))
+        return RunResult(
+            outputs=run.outputs,
+            timings_us=run.times.micros,
+            timing=self.spec.latency.timing,
+            counters=self._counters(artifact, run),
+            log="\n".join(run.log_lines),
+            not_the_model=run.not_the_model,
+        )
+
+    def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:
+        """The runner's counters; a kind adds what only it measures."""
+        return run.counters()
