@@ -79,9 +79,11 @@ def cold_vs_warm(args: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="hil-bench-") as tmp:
         root = Path(tmp)
         serial = timed_pytest(
-            root / "cache-serial", root / "r1", [*args, "--hil-export-workers=0"],
+            root / "cache-serial",
+            root / "r1",
+            [*args, "--hil-export-workers=0"],
             "cold, export pool off",
-        )  # fmt: skip
+        )
         pooled = timed_pytest(root / "cache", root / "r2", args, "cold, export pool on")
         artifact_counts(root / "cache-serial", root / "cache", root / "r2")
         warm = timed_pytest(root / "cache", root / "r3", args, "warm")
@@ -92,8 +94,10 @@ def cold_vs_warm(args: list[str]) -> None:
 def artifact_counts(serial_cache: Path, pooled_cache: Path, pooled_results: Path) -> None:
     """How many artifacts each cold run made, and how many the pooled run's workers built: equal
     counts mean nothing was exported twice and the checks exported nothing themselves."""
-    made = {c.name: len(list((c / "artifacts").glob("*/artifact.json")))
-            for c in (serial_cache, pooled_cache)}  # fmt: skip
+    made = {
+        c.name: len(list((c / "artifacts").glob("*/artifact.json")))
+        for c in (serial_cache, pooled_cache)
+    }
     logs = (pooled_results / "export-workers").glob("*.log")
     by_workers = sum(p.read_text().count("] exported in ") for p in logs)
     print(

@@ -43,12 +43,24 @@ from npu_vs_executorch import REPO, Run, junit_outcomes, junit_seconds, ops_fold
 from their_harness import KEPT, all_files, claim, kept_parts, run_part, save
 
 TARGETS = ("u55-ref", "u85-ref", "host", "tosa-fp-ref", "vgf-emu")
-RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8", "xnnpack-fp32", "portable", "tosa-fp", "vgf",
-           "vgf-fp", "unfit")  # fmt: skip
+RECIPES = (
+    "ethos-u",
+    "cortex-m",
+    "xnnpack-int8",
+    "xnnpack-fp32",
+    "portable",
+    "tosa-fp",
+    "vgf",
+    "vgf-fp",
+    "unfit",
+)
 SUFFIX = re.compile(
-    r"(?:-|\[)((?:" + "|".join(map(re.escape, TARGETS)) + r")(?:\+[\w-]+)*)-("
-    + "|".join(map(re.escape, RECIPES)) + r")\]$"
-)  # fmt: skip
+    r"(?:-|\[)((?:"
+    + "|".join(map(re.escape, TARGETS))
+    + r")(?:\+[\w-]+)*)-("
+    + "|".join(map(re.escape, RECIPES))
+    + r")\]$"
+)
 
 
 def skip_reason(message: str) -> str:
@@ -94,10 +106,16 @@ def verdicts_of(records: Path) -> dict[tuple[str, str], str]:
     return found
 
 
-def run_hil(files: list[str], parts: list[list[str]], work: Path, base: dict[str, str],
-            label: str) -> HilSide:  # fmt: skip
-    plugin = ["-p", "hil.executorch_ops", f"--hil-devices={REPO / 'devices'}", "-rs",
-              *(f"--target={t}" for t in TARGETS)]  # fmt: skip
+def run_hil(
+    files: list[str], parts: list[list[str]], work: Path, base: dict[str, str], label: str
+) -> HilSide:
+    plugin = [
+        "-p",
+        "hil.executorch_ops",
+        f"--hil-devices={REPO / 'devices'}",
+        "-rs",
+        *(f"--target={t}" for t in TARGETS),
+    ]
     side = HilSide({}, {}, 0.0, 0.0)
     for n, part in enumerate(parts):
         paths = [str(ops_folder() / f"{f}.py") for f in part]
@@ -112,8 +130,9 @@ def run_hil(files: list[str], parts: list[list[str]], work: Path, base: dict[str
         run = pytest_run(f"{label} part {n}", [*plugin, *paths], work, env, with_hil=True)
         side.seconds += run.seconds
         side.outcomes.update(run.outcomes)
-        for (case, target), verdict in verdicts_of(Path(env["HIL_RESULTS_DIR"]) /
-                                                   "records.jsonl").items():  # fmt: skip
+        for (case, target), verdict in verdicts_of(
+            Path(env["HIL_RESULTS_DIR"]) / "records.jsonl"
+        ).items():
             side.verdicts[(case, target)] = verdict
     return side
 
@@ -136,9 +155,12 @@ def main() -> int:
     args = parser.parse_args()
     files = args.files or all_files()
     work = Path(tempfile.mkdtemp(prefix="hil-et-all-"))
-    base = {**os.environ, "HIL_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(REPO),
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent),
-                                     os.environ.get("PATH", "")])}  # fmt: skip
+    base = {
+        **os.environ,
+        "HIL_CACHE_DIR": str(work / "cache"),
+        "PYTHONPATH": str(REPO),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
     print(f"ExecuTorch's Arm op tests: {len(files)} files; hil on {', '.join(TARGETS)}")
     kept = {f for p in kept_parts() for f in p.files}
     missing = [f for f in files if f not in kept]
@@ -154,8 +176,10 @@ def main() -> int:
         theirs.update(junit_outcomes(KEPT / part.junit))
         their_seconds.update(junit_seconds(KEPT / part.junit))
     days = sorted({p.day for p in parts})
-    print(f"  their harness: {len(parts)} kept parts ({', '.join(days)}), "
-          f"{Run('', 0, 0, theirs).counts()}")  # fmt: skip
+    print(
+        f"  their harness: {len(parts)} kept parts ({', '.join(days)}), "
+        f"{Run('', 0, 0, theirs).counts()}"
+    )
     size = args.part_size or len(files)
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     cold = run_hil(files, chunks, work, base, "cold")
@@ -165,8 +189,12 @@ def main() -> int:
     return 0
 
 
-def report(theirs: dict[str, tuple[str, str]], their_seconds: dict[str, float], cold: HilSide,
-           warm: HilSide | None) -> None:  # fmt: skip
+def report(
+    theirs: dict[str, tuple[str, str]],
+    their_seconds: dict[str, float],
+    cold: HilSide,
+    warm: HilSide | None,
+) -> None:
     by_case: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for hil_id, (outcome, message) in cold.outcomes.items():
         by_case[their_case(hil_id)].append((hil_id, outcome, message))
@@ -180,8 +208,9 @@ def report(theirs: dict[str, tuple[str, str]], their_seconds: dict[str, float], 
         print(f"  unaccounted: {case}")
     checks = Counter(o for runs in by_case.values() for _, o, _ in runs)
     print("hil's checks: " + ", ".join(f"{n} {o}" for o, n in checks.most_common()))
-    skips = Counter(skip_reason(m) for runs in by_case.values() for _, o, m in runs
-                    if o == "skipped")  # fmt: skip
+    skips = Counter(
+        skip_reason(m) for runs in by_case.values() for _, o, m in runs if o == "skipped"
+    )
     print("hil's skip reasons (checks):")
     for reason, count in skips.most_common():
         print(f"  {count:6d}  {reason}")
@@ -190,8 +219,11 @@ def report(theirs: dict[str, tuple[str, str]], their_seconds: dict[str, float], 
     times(theirs, their_seconds, judged, cold, warm, checks)
 
 
-def agreement(theirs: dict[str, tuple[str, str]], by_case: dict[str, list[tuple[str, str, str]]],
-              cold: HilSide) -> None:  # fmt: skip
+def agreement(
+    theirs: dict[str, tuple[str, str]],
+    by_case: dict[str, list[tuple[str, str, str]]],
+    cold: HilSide,
+) -> None:
     agree = unjudged = 0
     differ: dict[str, list[str]] = defaultdict(list)
     for case, (outcome, _) in sorted(theirs.items()):
@@ -210,8 +242,10 @@ def agreement(theirs: dict[str, tuple[str, str]], by_case: dict[str, list[tuple[
                 differ[cause].append(hil_id)
     total = sum(len(v) for v in differ.values())
     share = 100.0 * agree / max(agree + total, 1)
-    print(f"on the cases their harness passed: hil agrees {agree}, differs {total} "
-          f"({share:.2f} % agreement), not judged {unjudged}")  # fmt: skip
+    print(
+        f"on the cases their harness passed: hil agrees {agree}, differs {total} "
+        f"({share:.2f} % agreement), not judged {unjudged}"
+    )
     for cause, ids in sorted(differ.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(ids):5d}  {cause}")
         for hil_id in ids[:6]:
@@ -225,14 +259,19 @@ def _cause(message: str) -> str:
     return re.sub(r"[-+]?\d[\d.e+-]*", "N", text)[:150]
 
 
-def vgf_rows(by_case: dict[str, list[tuple[str, str, str]]],
-             theirs: dict[str, tuple[str, str]]) -> None:  # fmt: skip
-    rows = {c: [r for r in runs if target_of(r[0]) == "vgf-emu"]
-            for c, runs in by_case.items() if "vgf" in c}  # fmt: skip
+def vgf_rows(
+    by_case: dict[str, list[tuple[str, str, str]]], theirs: dict[str, tuple[str, str]]
+) -> None:
+    rows = {
+        c: [r for r in runs if target_of(r[0]) == "vgf-emu"]
+        for c, runs in by_case.items()
+        if "vgf" in c
+    }
     outcomes = Counter(o for runs in rows.values() for _, o, _ in runs)
     failed = Counter(_cause(m) for runs in rows.values() for _, o, m in runs if o == "failed")
-    skipped = Counter(skip_reason(m) for runs in rows.values() for _, o, m in runs
-                      if o == "skipped")  # fmt: skip
+    skipped = Counter(
+        skip_reason(m) for runs in rows.values() for _, o, m in runs if o == "skipped"
+    )
     print(
         f"their VGF rows: {len(rows)} cases; hil on vgf-emu: "
         + ", ".join(f"{n} {o}" for o, n in outcomes.most_common())
@@ -248,21 +287,30 @@ def vgf_rows(by_case: dict[str, list[tuple[str, str, str]]],
         print(f"  failed  {count:5d}  {cause}")
 
 
-def times(theirs: dict[str, tuple[str, str]], their_seconds: dict[str, float], judged: set[str],
-          cold: HilSide, warm: HilSide | None, checks: Counter[str]) -> None:  # fmt: skip
+def times(
+    theirs: dict[str, tuple[str, str]],
+    their_seconds: dict[str, float],
+    judged: set[str],
+    cold: HilSide,
+    warm: HilSide | None,
+    checks: Counter[str],
+) -> None:
     cases = max(len(judged & set(theirs)), 1)
     t_theirs = sum(their_seconds.get(c, 0.0) for c in judged) / cases
     t_cold = max(cold.seconds - cold.start_up, 0.0) / max(len(judged), 1)
     n_checks = sum(n for o, n in checks.items() if o != "skipped") or 1
-    print(f"hil cold: {cold.seconds:.0f} s ({cold.start_up:.0f} s of it start-up), "
-          f"{t_cold:.2f} s a judged case, {max(cold.seconds - cold.start_up, 0) / n_checks:.2f} "
-          f"s a check ({n_checks} checks)")  # fmt: skip
+    print(
+        f"hil cold: {cold.seconds:.0f} s ({cold.start_up:.0f} s of it start-up), "
+        f"{t_cold:.2f} s a judged case, {max(cold.seconds - cold.start_up, 0) / n_checks:.2f} "
+        f"s a check ({n_checks} checks)"
+    )
     print(f"their harness on the cases hil judged: {t_theirs:.2f} s a case (pytest's own times)")
     ratio = t_cold / t_theirs if t_theirs else float("nan")
     print(f"goal: cold per case over theirs {ratio:.2f} (goal < 0.2)")
     if warm is not None:
-        print(f"hil warm: {warm.seconds:.0f} s whole ({warm.start_up:.0f} s start-up) "
-              f"(goal < 600 s)")  # fmt: skip
+        print(
+            f"hil warm: {warm.seconds:.0f} s whole ({warm.start_up:.0f} s start-up) (goal < 600 s)"
+        )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,10 @@ def best_export(case: Case, recipe_name: str, folder: Path, record: bool) -> tup
 
 def main(names: list[str]) -> None:
     table = cases()
-    print(f"{'case':<18} {'recipe':<13} {'plain s':>8} {'+etrecord':>10} {'ratio':>6} "
-          f"{'etrecord MB':>12} {'pte MB':>7} same .pte")  # fmt: skip
+    print(
+        f"{'case':<18} {'recipe':<13} {'plain s':>8} {'+etrecord':>10} {'ratio':>6} "
+        f"{'etrecord MB':>12} {'pte MB':>7} same .pte"
+    )
     for name in names:
         for recipe in ("portable", "xnnpack-fp32", "xnnpack-int8"):
             with tempfile.TemporaryDirectory() as tmp:
@@ -56,9 +58,11 @@ def main(names: list[str]) -> None:
                 plain, pte = best_export(table[name], recipe, folder, record=False)
                 recorded, again = best_export(table[name], recipe, folder, record=True)
                 size = (folder / "model.etrecord").stat().st_size / 1e6
-                print(f"{name:<18} {recipe:<13} {plain:8.2f} {recorded:10.2f} "
-                      f"{recorded / plain:6.2f} {size:12.1f} {len(pte) / 1e6:7.1f} "
-                      f"{pte == again}")  # fmt: skip
+                print(
+                    f"{name:<18} {recipe:<13} {plain:8.2f} {recorded:10.2f} "
+                    f"{recorded / plain:6.2f} {size:12.1f} {len(pte) / 1e6:7.1f} "
+                    f"{pte == again}"
+                )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,7 @@ def cases(operators: bool) -> list[hil.Case]:
     sys.path.insert(0, str(REPO))
     from suites.models import digits, mlperf_tiny, mobilenet_v2_cases, test_mobilenet_lrn
 
-    found = [*mlperf_tiny.CASES, *digits.CASES, *mobilenet_v2_cases.CASES,
-             test_mobilenet_lrn.CASE]  # fmt: skip
+    found = [*mlperf_tiny.CASES, *digits.CASES, *mobilenet_v2_cases.CASES, test_mobilenet_lrn.CASE]
     if operators:
         from suites.operators.table import OPERATORS
 
@@ -44,8 +43,10 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     cache = Path(args[0]) if args else Path(tempfile.gettempdir()) / "hil-explain-bench"
     devices = DeviceRegistry.from_dirs([REPO / "devices"])
-    print(f"{'case':28} {'target':8} {'nodes':>5} {'max':>6} {'>=1':>4} {'over':>4} "
-          f"{'chained':>7} {'c.over':>6} {'check s':>8} {'explain s':>9}")  # fmt: skip
+    print(
+        f"{'case':28} {'target':8} {'nodes':>5} {'max':>6} {'>=1':>4} {'over':>4} "
+        f"{'chained':>7} {'c.over':>6} {'check s':>8} {'explain s':>9}"
+    )
     with Session(devices=devices, cache_dir=cache) as session:
         for case in cases("--operators" in sys.argv):
             for target in TARGETS:
@@ -64,9 +65,11 @@ def main() -> None:
                 start = time.perf_counter()
                 try:
                     divergence, chained = isolated_and_chained(
-                        session.built(case), result.artifact, cache / "explain" / case.name,
+                        session.built(case),
+                        result.artifact,
+                        cache / "explain" / case.name,
                         store=cache / "shared" / "quantized",
-                    )  # fmt: skip
+                    )
                 except hil.HilError as e:
                     print(f"{case.name:28} {target:8} explainer: {e.message}")
                     continue
@@ -74,11 +77,13 @@ def main() -> None:
                 nodes = divergence.nodes if divergence else ()
                 steps = [n.max_abs_steps or 0.0 for n in nodes]
                 drift = chained.nodes if chained else ()
-                print(f"{case.name:28} {target:8} {len(nodes):5} {max(steps, default=0):6.2f} "
-                      f"{sum(s >= 1 for s in steps):4} {sum(n.over for n in nodes):4} "
-                      f"{max((n.max_abs_steps or 0.0 for n in drift), default=0):7.2f} "
-                      f"{sum(n.over for n in drift):6} {checked:8.1f} {took:9.1f}",
-                      flush=True)  # fmt: skip
+                print(
+                    f"{case.name:28} {target:8} {len(nodes):5} {max(steps, default=0):6.2f} "
+                    f"{sum(s >= 1 for s in steps):4} {sum(n.over for n in nodes):4} "
+                    f"{max((n.max_abs_steps or 0.0 for n in drift), default=0):7.2f} "
+                    f"{sum(n.over for n in drift):6} {checked:8.1f} {took:9.1f}",
+                    flush=True,
+                )
                 for node in nodes:
                     if node.over:
                         print(f"    over: {node.describe()}")

@@ -110,14 +110,29 @@ def junit_seconds(path: Path) -> dict[str, float]:
     return {name: float(case.get("time") or 0.0) for name, case in junit_cases(path)}
 
 
-def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str],
-               suffix: str = "", with_hil: bool | None = None) -> Run:  # fmt: skip
+def pytest_run(
+    label: str,
+    args: list[str],
+    work: Path,
+    env: dict[str, str],
+    suffix: str = "",
+    with_hil: bool | None = None,
+) -> Run:
     """One pytest run; hil's plugin is on for hil's side (`suffix`, the id part its
     target-recipe parameter adds, is taken off its case ids), off for theirs."""
     report = work / f"{label.replace(' ', '_')}.xml"
     hil = [] if (bool(suffix) if with_hil is None else with_hil) else ["-p", "no:hil"]
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *hil,
-               f"--junitxml={report}", *args]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *hil,
+        f"--junitxml={report}",
+        *args,
+    ]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
@@ -129,9 +144,11 @@ def pytest_run(label: str, args: list[str], work: Path, env: dict[str, str],
 def ahead_counts(logs: Path) -> str:
     """What hil's export workers built in the cold run (the rest its checks exported)."""
     built = Counter(
-        log.stem for log in logs.glob("export-worker-*.log")
-        for line in log.read_text().splitlines() if line.endswith(" s") and " exported in " in line
-    )  # fmt: skip
+        log.stem
+        for log in logs.glob("export-worker-*.log")
+        for line in log.read_text().splitlines()
+        if line.endswith(" s") and " exported in " in line
+    )
     if not built:
         return "exported ahead: nothing (every export was the check's own)"
     each = ", ".join(f"{n} by {worker}" for worker, n in sorted(built.items()))
@@ -165,8 +182,12 @@ def main() -> int:
     ours = {**base, "PYTHONPATH": str(REPO)}
     sped = {**base, "PYTHONPATH": os.pathsep.join([str(work / "speedup"), str(REPO)])}
     theirs = [*files, "-k", args.k]
-    plugin = ["-p", "hil.executorch_ops", f"--target={args.target}",
-              f"--hil-devices={REPO / 'devices'}"]  # fmt: skip
+    plugin = [
+        "-p",
+        "hil.executorch_ops",
+        f"--target={args.target}",
+        f"--hil-devices={REPO / 'devices'}",
+    ]
     hil_args = [*plugin, *theirs]
     suffix = f"{args.target}-{'ethos-u' if args.target.startswith(('u5', 'u8')) else args.recipe}"
     nothing = [*files, "-k", "no_test_has_this_name"]

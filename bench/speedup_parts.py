@@ -46,8 +46,12 @@ def timed_export(env_extra: dict[str, str], rows: int, work: Path) -> float:
     env = {k: v for k, v in os.environ.items() if k not in (PRISTINE, LEFT_OUT)}
     env.update({"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", **env_extra})
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", EXPORT, str(REPO), str(cache), str(rows)], env=env,
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-c", EXPORT, str(REPO), str(cache), str(rows)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - started
 
 
@@ -65,8 +69,10 @@ def main() -> int:
         for label, extra in configs.items():
             times[label].append(timed_export(extra, args.rows, work))
     base = statistics.median(times["all"])
-    print(f"{args.rows} operator rows x (u85-ref ethos-u, host xnnpack-int8), cold, median of "
-          f"{args.rounds}: every part {base:.1f} s")  # fmt: skip
+    print(
+        f"{args.rows} operator rows x (u85-ref ethos-u, host xnnpack-int8), cold, median of "
+        f"{args.rounds}: every part {base:.1f} s"
+    )
     pristine = statistics.median(times["none (pristine)"])
     print(f"  none (pristine): {pristine:.1f} s, {pristine / base:.2f}x the time of every part")
     for name in names:

@@ -90,8 +90,7 @@ def claim(files: list[str]) -> list[str]:
     return mine
 
 
-def run_part(files: list[str], work: Path, env: dict[str, str], selection: str = SELECTION
-             ) -> Part:  # fmt: skip
+def run_part(files: list[str], work: Path, env: dict[str, str], selection: str = SELECTION) -> Part:
     paths = [str(ops_folder() / f"{f}.py") for f in files]
     start = pytest_run(
         f"start-up {files[0].replace('/', '-')}", [*paths, "-k", "no_test_has_this_name"], work, env

@@ -103,9 +103,12 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=ROOT / ".hil" / "bench-cpus")
     parser.add_argument("--keep", action="store_true", help="reuse earlier caches and results")
     parser.add_argument(
-        "--reuse", nargs="*", default=[], metavar="PATH",
+        "--reuse",
+        nargs="*",
+        default=[],
+        metavar="PATH",
         help="take these paths' verdicts from an earlier run in --work instead of running them",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     usable = [p for p in PATHS if capability_runs(p)]

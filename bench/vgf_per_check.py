@@ -57,9 +57,14 @@ def cli_run(vgf: bytes, folder: Path, stack: environment.Stack) -> float:
         (folder / f"{slot.uid}.npy").unlink(missing_ok=True)
     runner = Path(sys.executable).parent / "scenario_runner"
     env = {**os.environ, **stack.env}
-    return timed(lambda: subprocess.run([str(runner), "--scenario", str(scenario.path),
-                                         "--output", str(folder)], env=env, check=True,
-                                        capture_output=True))  # fmt: skip
+    return timed(
+        lambda: subprocess.run(
+            [str(runner), "--scenario", str(scenario.path), "--output", str(folder)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+    )
 
 
 def main() -> int:
@@ -94,17 +99,23 @@ def main() -> int:
     table = {}
     for key in CHECKS:
         table[key] = (statistics.median(fresh[key]), statistics.median(again[key]))
-        print(f"  {key[0]:<12} {key[1]:<8} new deployment {1000 * table[key][0]:7.1f} ms, "
-              f"deployed {1000 * table[key][1]:7.1f} ms")  # fmt: skip
+        print(
+            f"  {key[0]:<12} {key[1]:<8} new deployment {1000 * table[key][0]:7.1f} ms, "
+            f"deployed {1000 * table[key][1]:7.1f} ms"
+        )
     tosa = table[("tosa-fp-ref", "tosa-fp")]
     vgf_fp = table[("vgf-emu", "vgf-fp")]
-    print(f"  vgf-emu (vgf-fp) over tosa-fp-ref, the same float programs: new deployment "
-          f"{vgf_fp[0] / tosa[0]:.2f}x, deployed {vgf_fp[1] / tosa[1]:.2f}x")  # fmt: skip
+    print(
+        f"  vgf-emu (vgf-fp) over tosa-fp-ref, the same float programs: new deployment "
+        f"{vgf_fp[0] / tosa[0]:.2f}x, deployed {vgf_fp[1] / tosa[1]:.2f}x"
+    )
     if cli:
-        print(f"  the SDK's scenario_runner, one process per run: "
-              f"{1000 * statistics.median(cli):.0f} ms a delegate; hil's worker, a deployed check: "
-              f"{1000 * table[('vgf-emu', 'vgf')][1]:.1f} ms "
-              f"({statistics.median(cli) / table[('vgf-emu', 'vgf')][1]:.0f}x)")  # fmt: skip
+        print(
+            f"  the SDK's scenario_runner, one process per run: "
+            f"{1000 * statistics.median(cli):.0f} ms a delegate; hil's worker, a deployed check: "
+            f"{1000 * table[('vgf-emu', 'vgf')][1]:.1f} ms "
+            f"({statistics.median(cli) / table[('vgf-emu', 'vgf')][1]:.0f}x)"
+        )
     (work / "vgf_per_check.json").write_text(
         json.dumps(
             {f"{t}/{r}": {"new": fresh[(t, r)], "deployed": again[(t, r)]} for t, r in CHECKS}

@@ -13,8 +13,11 @@ import torch
 Array = npt.NDArray[Any]
 # The torch types numpy has none of, each with the unsigned type of its width: an array holds
 # their values widened to float32 (exactly), or their bits as that unsigned type.
-RAW_BITS = {torch.bfloat16: torch.uint16, torch.float8_e4m3fn: torch.uint8,
-            torch.float8_e5m2: torch.uint8}  # fmt: skip
+RAW_BITS = {
+    torch.bfloat16: torch.uint16,
+    torch.float8_e4m3fn: torch.uint8,
+    torch.float8_e5m2: torch.uint8,
+}
 
 
 def to_array(value: Any) -> Array:

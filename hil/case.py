@@ -130,9 +130,10 @@ class Case:
         try:
             with one_thread():
                 module, inputs, calibration = bind(
-                    self.model().eval(), self.inputs(),
+                    self.model().eval(),
+                    self.inputs(),
                     list(self.calibration()) if self.calibration else [],
-                )  # fmt: skip
+                )
                 labels = self.labels() if self.labels else None
         except CaseError:
             raise

@@ -205,9 +205,12 @@ def parse_device(data: Any, source: Path) -> DeviceSpec:
             )
     kind = TargetKind(reader.choice("kind", TARGET_KINDS, "host"))
     settings = parse_settings(
-        kind, reader.section("connection"), device=name, npu=npu,
+        kind,
+        reader.section("connection"),
+        device=name,
+        npu=npu,
         accelerators=[r.options.get("accelerator_config") for r in recipes],
-    )  # fmt: skip
+    )
     return DeviceSpec(
         name=name,
         kind=kind,

@@ -169,8 +169,9 @@ class PoolsTooSmall(DeployError):
     """The model cannot fit the runner's memory pools; refused before anything is sent.
     `shortfalls` names each pool, what the model needs and what the runner has."""
 
-    def __init__(self, message: str, *, fix: str | None = None, shortfalls: tuple[Any, ...] = ()
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self, message: str, *, fix: str | None = None, shortfalls: tuple[Any, ...] = ()
+    ) -> None:
         super().__init__(message, fix=fix)
         self.shortfalls = shortfalls
 
@@ -263,8 +264,12 @@ class ViewerFailed(WithLogTail, ExploreError):
     heading = "last lines it printed"
 
 
-_OUT_OF_MEMORY = ("out of memory", "can't allocate memory", "cannot allocate memory",
-                  "std::bad_alloc")  # fmt: skip
+_OUT_OF_MEMORY = (
+    "out of memory",
+    "can't allocate memory",
+    "cannot allocate memory",
+    "std::bad_alloc",
+)
 _OUT_OF_DISK = (errno.ENOSPC, errno.EDQUOT)
 
 

@@ -92,8 +92,9 @@ def code_key(name: str, root: Path | None = None) -> str:
         path = module_file(module, root)
         assert path is not None
         stat = path.stat()
-        digest.update(f"{module}:{_file_digest(str(path), stat.st_mtime_ns, stat.st_size)}\n"
-                      .encode())  # fmt: skip
+        digest.update(
+            f"{module}:{_file_digest(str(path), stat.st_mtime_ns, stat.st_size)}\n".encode()
+        )
     return digest.hexdigest()
 
 

@@ -44,9 +44,11 @@ MAX_DEPTH = 12  # config objects nest; deeper than this is a cycle or a runtime 
 def _module_internals() -> frozenset[str]:
     """Attributes every nn.Module has (its tensors and children are hashed on their own)."""
     return frozenset(vars(torch.nn.Module())) - {
-        "_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs",
+        "_forward_hooks",
+        "_forward_pre_hooks",
+        "_forward_hooks_with_kwargs",
         "_forward_pre_hooks_with_kwargs",
-    }  # fmt: skip
+    }
 
 
 @functools.cache

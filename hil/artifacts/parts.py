@@ -176,5 +176,6 @@ def _ethos_u(details: Mapping[str, Any]) -> EthosUPart:
 
 def _cortex_m(details: Mapping[str, Any]) -> CortexMPart:
     part = details["cortex_m"]
-    return CortexMPart(str(part["cpu"]), str(part["cmsis_nn_backend"]),
-                       part.get("input_layout") == "channels_last")  # fmt: skip
+    return CortexMPart(
+        str(part["cpu"]), str(part["cmsis_nn_backend"]), part.get("input_layout") == "channels_last"
+    )

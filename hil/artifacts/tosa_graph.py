@@ -60,9 +60,10 @@ def read_tosa(path: Path) -> TosaGraph:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise CacheError(f"cannot read the TOSA graph {path}: {e}",
-                         fix="the artifact is damaged: delete its cache folder and run again "
-                         "to re-export") from e  # fmt: skip
+        raise CacheError(
+            f"cannot read the TOSA graph {path}: {e}",
+            fix="the artifact is damaged: delete its cache folder and run again to re-export",
+        ) from e
     return parse_tosa(data, path)
 
 

@@ -98,8 +98,12 @@ def check_serial(spec: DeviceSpec) -> Iterator[Finding]:
     else:
         port = settings.port or ""
         exists = not port.startswith("/") or os.path.exists(port)
-        yield Finding("port", OK if exists else MISSING, port or "(a labgrid place)",
-                      None if exists else "connect the board, or fix connection.port")  # fmt: skip
+        yield Finding(
+            "port",
+            OK if exists else MISSING,
+            port or "(a labgrid place)",
+            None if exists else "connect the board, or fix connection.port",
+        )
         yield Finding("board", NOTE, "reached only when a run provisions it")
         return
     yield compiler(config.compiler)
@@ -123,8 +127,11 @@ def _bare_metal_engine(config: firmware.FirmwareConfig) -> Finding:
     if root is not None:
         return Finding("runner engine", OK, f"ExecuTorch from {executorch_source(root)}")
     board = board_of_preset(config.preset, config.npu)
-    fix = (build_line(board, config.device) if board is not None
-           else "export EXECUTORCH_ROOT=<install prefix> (firmware/README.md)")  # fmt: skip
+    fix = (
+        build_line(board, config.device)
+        if board is not None
+        else "export EXECUTORCH_ROOT=<install prefix> (firmware/README.md)"
+    )
     error = TargetUnavailable(
         f"no ExecuTorch SDK is built for the {config.preset} runner (and EXECUTORCH_ROOT is "
         "not set): it gets the echo engine, which runs no model (hil selftest works)",

@@ -23,10 +23,11 @@ def check_fvp(spec: DeviceSpec) -> Iterator[Finding]:
         yield Finding("device file", MISSING, e.message, e.fix, e)
         return
     yield Finding(
-        "device file", OK,
+        "device file",
+        OK,
         f"{config.platform.describe()}, {config.npu} (num_macs {config.num_macs}, agrees with "
         f"the recipes), {config.mode} mode, --timelimit {config.time_limit_s:.0f} s",
-    )  # fmt: skip
+    )
     yield from _fvp_binary(config)
     runner = runner_firmware(spec, config)
     yield _executorch(config, runner)

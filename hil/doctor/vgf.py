@@ -35,27 +35,47 @@ def _drivers() -> str:
 
 def _emulation_layers() -> str:
     layers = environment.find_layers()
-    return (f"{environment.GRAPH_LAYER} above {environment.TENSOR_LAYER} "
-            f"(stacked from {layers.graph.parent}; one folder each at run time)")  # fmt: skip
+    return (
+        f"{environment.GRAPH_LAYER} above {environment.TENSOR_LAYER} "
+        f"(stacked from {layers.graph.parent}; one folder each at run time)"
+    )
 
 
 def _device() -> Finding:
     """The device the loader offers, by vulkaninfo (Debian's vulkan-tools) when it is there."""
     vulkaninfo = shutil.which("vulkaninfo")
     if vulkaninfo is None:
-        return Finding("Vulkan device", NOTE, "not probed (no vulkaninfo): the first run names it",
-                       "apt-get install vulkan-tools, to see it here")  # fmt: skip
+        return Finding(
+            "Vulkan device",
+            NOTE,
+            "not probed (no vulkaninfo): the first run names it",
+            "apt-get install vulkan-tools, to see it here",
+        )
     try:
-        done = subprocess.run([vulkaninfo, "--summary"], capture_output=True, text=True,
-                              timeout=30, check=False)  # fmt: skip
+        done = subprocess.run(
+            [vulkaninfo, "--summary"], capture_output=True, text=True, timeout=30, check=False
+        )
     except subprocess.TimeoutExpired:
         return Finding("Vulkan device", NOTE, "vulkaninfo did not answer in 30 s")
-    names = [line.split("=", 1)[1].strip() for line in done.stdout.splitlines()
-             if line.strip().startswith("deviceName")]  # fmt: skip
-    api = next((line.split("=", 1)[1].strip() for line in done.stdout.splitlines()
-                if line.strip().startswith("apiVersion")), "")  # fmt: skip
+    names = [
+        line.split("=", 1)[1].strip()
+        for line in done.stdout.splitlines()
+        if line.strip().startswith("deviceName")
+    ]
+    api = next(
+        (
+            line.split("=", 1)[1].strip()
+            for line in done.stdout.splitlines()
+            if line.strip().startswith("apiVersion")
+        ),
+        "",
+    )
     if not names:
-        return Finding("Vulkan device", NOTE, "vulkaninfo lists no device: "
-                       + (done.stderr.strip().splitlines() or ["(no message)"])[-1],
-                       environment.DEBIAN_FIX)  # fmt: skip
+        return Finding(
+            "Vulkan device",
+            NOTE,
+            "vulkaninfo lists no device: "
+            + (done.stderr.strip().splitlines() or ["(no message)"])[-1],
+            environment.DEBIAN_FIX,
+        )
     return Finding("Vulkan device", OK, ", ".join(names) + (f" (Vulkan {api})" if api else ""))

@@ -154,8 +154,10 @@ def input_difference(graph: bytes, arrays: Sequence[NDArray]) -> str:
         return ", ".join(f"{dtype}{list(shape)}" for shape, dtype in items) or "none"
 
     if len(wanted) != len(given):
-        said = (f"the graph takes {len(wanted)} input(s) ({shown(wanted)}), the program "
-                f"passes {len(given)} ({shown(given)})")  # fmt: skip
+        said = (
+            f"the graph takes {len(wanted)} input(s) ({shown(wanted)}), the program "
+            f"passes {len(given)} ({shown(given)})"
+        )
         if len(wanted) < len(given):  # ExecuTorch's EthosUBackend.cpp: outputs at args[n_in + i]
             said += (
                 "; ExecuTorch's Ethos-U runtime counts a delegate's inputs from its "
@@ -177,10 +179,22 @@ def input_difference(graph: bytes, arrays: Sequence[NDArray]) -> str:
 
 def _same_type(tosa: str, numpy: str) -> bool:
     """Whether a TOSA element type ("INT8", "FP32", "BOOL") matches a numpy dtype name."""
-    names = {"INT8": "int8", "INT16": "int16", "INT32": "int32", "INT48": "int64",
-             "BOOL": "bool", "FP16": "float16", "FP32": "float32", "UINT8": "uint8",
-             "UINT16": "uint16", "BF16": "uint16", "FP8E4M3": "uint8", "FP8E5M2": "uint8",
-             "SHAPE": "int64", "INT4": "int8"}  # fmt: skip
+    names = {
+        "INT8": "int8",
+        "INT16": "int16",
+        "INT32": "int32",
+        "INT48": "int64",
+        "BOOL": "bool",
+        "FP16": "float16",
+        "FP32": "float32",
+        "UINT8": "uint8",
+        "UINT16": "uint16",
+        "BF16": "uint16",
+        "FP8E4M3": "uint8",
+        "FP8E5M2": "uint8",
+        "SHAPE": "int64",
+        "INT4": "int8",
+    }
     return names.get(tosa, "") == numpy
 
 

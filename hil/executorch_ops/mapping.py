@@ -53,10 +53,17 @@ NOT_ANSWERED = {
     "QuantizationPipeline": "it tests the quantizer's annotations, not a program on a target",
 }
 NPU_FAMILY = {"EthosU55PipelineINT": "ethos-u55", "EthosU85PipelineINT": "ethos-u85"}
-NPU_DEVICES = {"ethos-u55": "Ethos-U55 (u55-ref, fvp-u55)",
-               "ethos-u85": "Ethos-U85 (u85-ref, fvp-u85)"}  # fmt: skip
-FLOAT_LABELS = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
-                torch.float8_e4m3fn: "fp8e4m3", torch.float8_e5m2: "fp8e5m2"}  # fmt: skip
+NPU_DEVICES = {
+    "ethos-u55": "Ethos-U55 (u55-ref, fvp-u55)",
+    "ethos-u85": "Ethos-U85 (u85-ref, fvp-u85)",
+}
+FLOAT_LABELS = {
+    torch.float32: "fp32",
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float8_e4m3fn: "fp8e4m3",
+    torch.float8_e5m2: "fp8e5m2",
+}
 # the float types ExecuTorch's portable kernels compute in (float8 has no kernel)
 FLOAT_TYPES_RUN = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
@@ -112,15 +119,19 @@ def subset_reason(call: PipelineCall, spec: DeviceSpec, target: str) -> str | No
     answers = "ethos-u" if profile == "int" else "tosa-fp"
     if answers not in spec.recipe_names:
         where = "an Ethos-U target" if profile == "int" else "tosa-fp-ref"
-        return (f"OpNotSupportedPipeline(quantize={bool(call.option('quantize'))}) asserts the "
-                f"TOSA {profile.upper()} profile's partition: it runs on {where}, not on "
-                f"{target}")  # fmt: skip
+        return (
+            f"OpNotSupportedPipeline(quantize={bool(call.option('quantize'))}) asserts the "
+            f"TOSA {profile.upper()} profile's partition: it runs on {where}, not on "
+            f"{target}"
+        )
     if not call.option("u55_subset"):
         return None
     if spec.npu is not None and spec.npu.startswith("ethos-u55"):
         return None
-    return (f"OpNotSupportedPipeline(u55_subset=True) asserts the Ethos-U55 subset's partition: "
-            f"it runs on {NPU_DEVICES['ethos-u55']}, not on {target}")  # fmt: skip
+    return (
+        f"OpNotSupportedPipeline(u55_subset=True) asserts the Ethos-U55 subset's partition: "
+        f"it runs on {NPU_DEVICES['ethos-u55']}, not on {target}"
+    )
 
 
 def fit_reason(pipeline: str, targets: list[str]) -> str:
@@ -143,8 +154,11 @@ def fit_reason(pipeline: str, targets: list[str]) -> str:
         )
     if pipeline == "VgfPipeline":
         return f"{pipeline} runs on vgf-emu (the VGF recipes), not on {', '.join(targets)}"
-    kind = ("a float recipe (tosa-fp-ref, host, ...)" if numerics(pipeline) == "fp"
-            else "an int8 recipe")  # fmt: skip
+    kind = (
+        "a float recipe (tosa-fp-ref, host, ...)"
+        if numerics(pipeline) == "fp"
+        else "an int8 recipe"
+    )
     return f"{pipeline} needs {kind}, which {', '.join(targets)} do not have"
 
 
@@ -232,13 +246,18 @@ def variant_of(call: PipelineCall, recipe: str) -> Variant:
         )
         refused = [what for what, wanted in asked if wanted]
         if refused:
-            return Variant(label, unsupported=f"{', '.join(refused)}: hil's {recipe} recipe has "
-                           "no such option")  # fmt: skip
+            return Variant(
+                label, unsupported=f"{', '.join(refused)}: hil's {recipe} recipe has no such option"
+            )
         if recipe == "cortex-m":
             return Variant(label, {"int16_activations": a16})
         return Variant(label, {"per_channel": per_channel})
-    options = {"a16w8": a16, "per_channel": per_channel, "weights": "int4" if four_bit else "int8",
-               "symmetric_io": symmetric_io}  # fmt: skip
+    options = {
+        "a16w8": a16,
+        "per_channel": per_channel,
+        "weights": "int4" if four_bit else "int8",
+        "symmetric_io": symmetric_io,
+    }
     if recipe == VGF:
         options["tosa_spec"] = vgf_spec(call)
     if a16 and four_bit:
@@ -305,15 +324,26 @@ def quantization_bar(call: PipelineCall) -> ToleranceOverride | None:
     frobenius = call.option("frobenius_threshold", QUANTIZATION_BAR["frobenius_threshold"])
     cosine = call.option("cosine_threshold", QUANTIZATION_BAR["cosine_threshold"])
     # None: the test turns that part of their check off (test_sub's tan() outputs are unbounded)
-    sqnr = (None if frobenius is None else math.inf if float(frobenius) <= 0
-            else -20.0 * math.log10(float(frobenius)))  # fmt: skip
-    said = [f"relative Frobenius error {float(frobenius):g}, about SQNR {sqnr:.1f} dB"
-            if sqnr is not None else "no Frobenius bar (frobenius_threshold=None)",
-            f"cosine {float(cosine):g}" if cosine is not None
-            else "no cosine bar (cosine_threshold=None)"]  # fmt: skip
+    sqnr = (
+        None
+        if frobenius is None
+        else math.inf
+        if float(frobenius) <= 0
+        else -20.0 * math.log10(float(frobenius))
+    )
+    said = [
+        f"relative Frobenius error {float(frobenius):g}, about SQNR {sqnr:.1f} dB"
+        if sqnr is not None
+        else "no Frobenius bar (frobenius_threshold=None)",
+        f"cosine {float(cosine):g}"
+        if cosine is not None
+        else "no cosine bar (cosine_threshold=None)",
+    ]
     waived = tuple(m for m, v in (("sqnr_db", sqnr), ("cosine", cosine)) if v is None)
     return ToleranceOverride(
         reason=f"the test's own bar for the quantized model against eager (ExecuTorch's "
         f"original-model check: {' and '.join(said)}); hil's limits for the target stay",
-        min_sqnr_db=sqnr, min_cosine=None if cosine is None else float(cosine), waived=waived,
-    )  # fmt: skip
+        min_sqnr_db=sqnr,
+        min_cosine=None if cosine is None else float(cosine),
+        waived=waived,
+    )

@@ -105,8 +105,9 @@ class StandIn:
 
     # -- their stage edits ---------------------------------------------------------------
 
-    def add_stage(self, func: Any, *args: Any, pos: int = -1, suffix: str | None = None,
-                  **kwargs: Any) -> StandIn:  # fmt: skip
+    def add_stage(
+        self, func: Any, *args: Any, pos: int = -1, suffix: str | None = None, **kwargs: Any
+    ) -> StandIn:
         self._record(func, "end", args, kwargs)
         return self
 
@@ -136,7 +137,7 @@ class StandIn:
             self.call.assertions[:] = [
                 a if (a.check, a.after) != (check, after) else StageAssertion(check, after, args[0])
                 for a in self.call.assertions
-            ]  # fmt: skip
+            ]
         self.call.changed[stage_id] = dict(kwargs)
         return self
 
@@ -289,13 +290,21 @@ class CortexMTester(StandIn):
         if calibration_samples is not None:
             self.call.options["calibration_samples"] = calibration_samples
 
-    def test_dialect(self, ops_before_transforms: Any, ops_after_transforms: Any,
-                     qtol: float = 0, atol: float = 1e-3, calibration_samples: Any = None,
-                     ops_absent_after_transforms: Any = None) -> None:  # fmt: skip
-        self.call.assertions.append(StageAssertion("check_count", "to_edge",
-                                                   dict(ops_before_transforms)))  # fmt: skip
-        self.call.assertions.append(StageAssertion("check_count", "run_passes",
-                                                   dict(ops_after_transforms)))  # fmt: skip
+    def test_dialect(
+        self,
+        ops_before_transforms: Any,
+        ops_after_transforms: Any,
+        qtol: float = 0,
+        atol: float = 1e-3,
+        calibration_samples: Any = None,
+        ops_absent_after_transforms: Any = None,
+    ) -> None:
+        self.call.assertions.append(
+            StageAssertion("check_count", "to_edge", dict(ops_before_transforms))
+        )
+        self.call.assertions.append(
+            StageAssertion("check_count", "run_passes", dict(ops_after_transforms))
+        )
         if ops_absent_after_transforms:
             self.call.assertions.append(
                 StageAssertion("check_not", "run_passes", list(ops_absent_after_transforms))
@@ -303,18 +312,29 @@ class CortexMTester(StandIn):
         self._tolerances(qtol, atol, calibration_samples)
         self.run()
 
-    def test_implementation(self, qtol: float = 0, atol: float = 1e-3,
-                            calibration_samples: Any = None) -> None:  # fmt: skip
+    def test_implementation(
+        self, qtol: float = 0, atol: float = 1e-3, calibration_samples: Any = None
+    ) -> None:
         self._tolerances(qtol, atol, calibration_samples)
         self.run()
 
 
 STAND_INS: dict[str, type[StandIn]] = {
     cls.name: cls
-    for cls in (TosaPipelineINT, TosaPipelineFP, EthosU55PipelineINT, EthosU65PipelineINT,
-                EthosU85PipelineINT, VgfPipeline, OpNotSupportedPipeline, PassPipeline,
-                TransformAnnotationPassPipeline, QuantizationPipeline, CortexMTester)
-}  # fmt: skip
+    for cls in (
+        TosaPipelineINT,
+        TosaPipelineFP,
+        EthosU55PipelineINT,
+        EthosU65PipelineINT,
+        EthosU85PipelineINT,
+        VgfPipeline,
+        OpNotSupportedPipeline,
+        PassPipeline,
+        TransformAnnotationPassPipeline,
+        QuantizationPipeline,
+        CortexMTester,
+    )
+}
 
 
 def bind(name: str, runner: Runner) -> type[StandIn]:

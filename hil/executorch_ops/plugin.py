@@ -30,8 +30,10 @@ from hil.plugin.state import RECORD_KEY, HilState
 PARAM = "hil_executorch_target"
 SKIPS = ("skip", "skipif", "xfail")
 THEIR_XFAIL = pytest.StashKey[str]()
-NEVER_RAN = ("{node} built no pipeline hil answers, or never called its run(): nothing was "
-             "judged, so it cannot pass")  # fmt: skip
+NEVER_RAN = (
+    "{node} built no pipeline hil answers, or never called its run(): nothing was "
+    "judged, so it cannot pass"
+)
 
 
 def _state(config: pytest.Config) -> HilState:
@@ -129,8 +131,14 @@ def case_name(item: pytest.Item, choice: Choice) -> str:
 
 
 def _runner(item: pytest.Item, choice: Choice, noting: list[Any] | None = None) -> CaseRunner:
-    return CaseRunner(item, _state(item.config), choice, case_name(item, choice),
-                      item.stash.get(THEIR_XFAIL, None), noting)  # fmt: skip
+    return CaseRunner(
+        item,
+        _state(item.config),
+        choice,
+        case_name(item, choice),
+        item.stash.get(THEIR_XFAIL, None),
+        noting,
+    )
 
 
 @contextmanager

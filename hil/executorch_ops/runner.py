@@ -93,8 +93,7 @@ class CaseRunner:
         # test's inputs alone (an operator defined on positive inputs gets positive ones)
         samples = call.option("calibration_samples")
         given = list(samples) if samples is not None else [call.inputs]
-        case = case_from_module(self.case_name, call.module, call.inputs,
-                                calibration=lambda: given)  # fmt: skip
+        case = case_from_module(self.case_name, call.module, call.inputs, calibration=lambda: given)
         chosen: str | RecipeSpec = variant.recipe(recipe) if variant.options else recipe
         if self.noting is not None:
             self.noting.append((case, self.choice.target, chosen))
@@ -111,8 +110,14 @@ class CaseRunner:
             return False
         return bool(artifact.quantized_ops)
 
-    def _check(self, call: PipelineCall, case: Case, chosen: str | RecipeSpec,
-               variant: mapping.Variant, recipe: str) -> None:  # fmt: skip
+    def _check(
+        self,
+        call: PipelineCall,
+        case: Case,
+        chosen: str | RecipeSpec,
+        variant: mapping.Variant,
+        recipe: str,
+    ) -> None:
         session, target = self.state.session, self.choice.target
         hil_variant = HilVariant(self.case_name, case, target, recipe)
         earlier = session.broken_cause(target)
@@ -139,8 +144,7 @@ class CaseRunner:
             self._expected(e)
             raise
         numerics = mapping.numerics(call.pipeline, call.options)
-        checked = stages.evaluate(call.assertions, result.artifact, recipe,
-                                  call.pipeline)  # fmt: skip
+        checked = stages.evaluate(call.assertions, result.artifact, recipe, call.pipeline)
         theirs = their_rule.their_verdict(call, numerics, result.arrays_path, result.artifact)
         record = result.to_record()
         record[EXTRA] = self._extra(call, variant, checked, theirs)
@@ -161,11 +165,11 @@ class CaseRunner:
         if failed:
             raise PartitionMismatch(
                 f"{self.case_name} on {target}: their stage assertions do not hold on hil's "
-                "lowering: " + "; ".join(f"{c.assertion.check}.{c.assertion.after}: {c.note}"
-                                         for c in failed),
+                "lowering: "
+                + "; ".join(f"{c.assertion.check}.{c.assertion.after}: {c.note}" for c in failed),
                 fix="the operator is lowered otherwise than the test asserts: see the "
                 "partition report (hil explore) or correct the assertion",
-            )  # fmt: skip
+            )
         if result.verdict == "NOT JUDGED":
             message = result.not_judged_message() or "NOT JUDGED"
             if self.state.options.require:
@@ -180,9 +184,13 @@ class CaseRunner:
             first = error.message.splitlines()[0]
             pytest.xfail(f"ExecuTorch expects it ({self.their_xfail}); hil: {first}")
 
-    def _extra(self, call: PipelineCall, variant: mapping.Variant,
-               checked: list[stages.StageResult], theirs: their_rule.TheirVerdict
-               ) -> dict[str, Any]:  # fmt: skip
+    def _extra(
+        self,
+        call: PipelineCall,
+        variant: mapping.Variant,
+        checked: list[stages.StageResult],
+        theirs: their_rule.TheirVerdict,
+    ) -> dict[str, Any]:
         return {
             "pipeline": call.pipeline,
             "variant": variant.label,
@@ -194,14 +202,19 @@ class CaseRunner:
             "accepted_not_run": sorted(set(call.accepted)),
         }
 
-    def _record_error(self, hil_variant: HilVariant, error: HilError, call: PipelineCall,
-                      variant: mapping.Variant) -> None:  # fmt: skip
+    def _record_error(
+        self, hil_variant: HilVariant, error: HilError, call: PipelineCall, variant: mapping.Variant
+    ) -> None:
         from hil.plugin.records import error_record
 
         record = error_record(hil_variant, error)
-        record[EXTRA] = {"pipeline": call.pipeline, "variant": variant.label,
-                         "test": self.item.nodeid, "their_rule": "n/a",
-                         "their_xfail": self.their_xfail}  # fmt: skip
+        record[EXTRA] = {
+            "pipeline": call.pipeline,
+            "variant": variant.label,
+            "test": self.item.nodeid,
+            "their_rule": "n/a",
+            "their_xfail": self.their_xfail,
+        }
         self.item.user_properties.append((RECORD_KEY, record))
         self.item.config.hook.pytest_hil_error(item=self.item, record=record, error=error)
 

@@ -44,9 +44,14 @@ class StageResult:
     note: str = ""
 
     def to_record(self) -> dict[str, Any]:
-        return {"check": self.assertion.check, "after": self.assertion.after,
-                "expected": _plain(self.assertion.expected), "status": self.status,
-                "found": _plain(self.found), "note": self.note}  # fmt: skip
+        return {
+            "check": self.assertion.check,
+            "after": self.assertion.after,
+            "expected": _plain(self.assertion.expected),
+            "status": self.status,
+            "found": _plain(self.found),
+            "note": self.note,
+        }
 
 
 def _plain(value: Any) -> Any:
@@ -79,8 +84,9 @@ def cpu_counts(report: PartitionReport) -> dict[str, int]:
     return counts
 
 
-def evaluate(assertions: Iterable[StageAssertion], artifact: Artifact, recipe: str,
-             pipeline: str) -> list[StageResult]:  # fmt: skip
+def evaluate(
+    assertions: Iterable[StageAssertion], artifact: Artifact, recipe: str, pipeline: str
+) -> list[StageResult]:
     arm = recipe in ARM_LOWERINGS
     report = artifact.parts.partition
     results = []
@@ -91,8 +97,13 @@ def evaluate(assertions: Iterable[StageAssertion], artifact: Artifact, recipe: s
             results.append(StageResult(assertion, REPORTED, note="nothing asserted"))
         elif assertion.check in ("check_count", "check_not") and lowered:
             if not arm or report is None:
-                results.append(StageResult(assertion, REPORTED, note=f"an Arm partition "
-                               f"assertion; hil's {recipe} recipe lowers otherwise"))  # fmt: skip
+                results.append(
+                    StageResult(
+                        assertion,
+                        REPORTED,
+                        note=f"an Arm partition assertion; hil's {recipe} recipe lowers otherwise",
+                    )
+                )
                 continue
             results.append(_partition(assertion, cpu_counts(report)))
         elif assertion.check == "count_tosa_ops":
@@ -100,16 +111,21 @@ def evaluate(assertions: Iterable[StageAssertion], artifact: Artifact, recipe: s
         elif assertion.check == "check" and after == "aten":
             results.append(StageResult(assertion, REPORTED, note="hil keeps no export graph"))
         else:
-            results.append(StageResult(assertion, REPORTED,
-                                       note=f"{assertion.check} after {assertion.after}: hil "
-                                       "keeps no such stage"))  # fmt: skip
+            results.append(
+                StageResult(
+                    assertion,
+                    REPORTED,
+                    note=f"{assertion.check} after {assertion.after}: hil keeps no such stage",
+                )
+            )
     return results
 
 
 def _partition(assertion: StageAssertion, counts: Mapping[str, int]) -> StageResult:
     if assertion.check == "check_not":
-        present = {op: counts[normalized(op)] for op in assertion.expected
-                   if counts.get(normalized(op), 0)}  # fmt: skip
+        present = {
+            op: counts[normalized(op)] for op in assertion.expected if counts.get(normalized(op), 0)
+        }
         return StageResult(
             assertion,
             FAILED if present else JUDGED,
@@ -123,8 +139,9 @@ def _partition(assertion: StageAssertion, counts: Mapping[str, int]) -> StageRes
     return StageResult(assertion, FAILED if wrong else JUDGED, found, note)
 
 
-def _tosa_counts(assertion: StageAssertion, artifact: Artifact, arm: bool,
-                 pipeline: str) -> StageResult:  # fmt: skip
+def _tosa_counts(
+    assertion: StageAssertion, artifact: Artifact, arm: bool, pipeline: str
+) -> StageResult:
     if not arm or artifact.parts.tosa_spec is None:
         return StageResult(assertion, REPORTED, note="no TOSA graph: not a TOSA lowering")
     from hil.artifacts.tosa_graph import read_tosa
@@ -141,8 +158,9 @@ def _tosa_counts(assertion: StageAssertion, artifact: Artifact, arm: bool,
     differs = {op: (n, found[op]) for op, n in expected.items() if found[op] != n}
     if not differs:
         return StageResult(assertion, JUDGED, found)
-    note = "; ".join(f"{op}: they count {n}, hil's lowering has {m}"
-                     for op, (n, m) in differs.items())  # fmt: skip
+    note = "; ".join(
+        f"{op}: they count {n}, hil's lowering has {m}" for op, (n, m) in differs.items()
+    )
     if pipeline.startswith("Tosa") and artifact.parts.ethos_u is not None:
         # the generic TOSA profile against the NPU's: reported
         return StageResult(assertion, REPORTED, found, note + " (TOSA-1.0 profile vs the NPU's)")

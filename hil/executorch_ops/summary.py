@@ -59,25 +59,37 @@ def render(records: Iterable[Mapping[str, Any]]) -> list[str]:
     noted = [r for r in ours if r[EXTRA].get("their_xfail")]
     for record in differing:
         extra = record[EXTRA]
-        lines.append(f"  {classify(record)}: {record.get('case')} on {record.get('target')} "
-                     f"[{extra.get('variant')}]: hil {record.get('verdict')}"
-                     f"{_steps(record)}; their rule {extra.get('their_rule')} "
-                     f"({extra.get('their_rule_detail')})")  # fmt: skip
+        lines.append(
+            f"  {classify(record)}: {record.get('case')} on {record.get('target')} "
+            f"[{extra.get('variant')}]: hil {record.get('verdict')}"
+            f"{_steps(record)}; their rule {extra.get('their_rule')} "
+            f"({extra.get('their_rule_detail')})"
+        )
         failure = str(record.get("failure") or "").splitlines()
         if failure:
             lines.append(f"    hil: {failure[0]}")
     for record in noted:
-        lines.append(f"  ExecuTorch expects {record.get('case')} to fail "
-                     f"({record[EXTRA]['their_xfail']}); hil: {record.get('verdict')} on "
-                     f"{record.get('target')}")  # fmt: skip
+        lines.append(
+            f"  ExecuTorch expects {record.get('case')} to fail "
+            f"({record[EXTRA]['their_xfail']}); hil: {record.get('verdict')} on "
+            f"{record.get('target')}"
+        )
     return lines
 
 
 def _table(records: list[Mapping[str, Any]]) -> list[str]:
     """One row per check: case, target, variant, hil's verdict, steps, their rule."""
-    rows = [(str(r.get("case")), str(r.get("target")), str(r[EXTRA].get("variant")),
-             str(r.get("verdict")), _step_figure(r), str(r[EXTRA].get("their_rule")))
-            for r in records]  # fmt: skip
+    rows = [
+        (
+            str(r.get("case")),
+            str(r.get("target")),
+            str(r[EXTRA].get("variant")),
+            str(r.get("verdict")),
+            _step_figure(r),
+            str(r[EXTRA].get("their_rule")),
+        )
+        for r in records
+    ]
     head = ("case", "target", "variant", "hil", "steps", "their rule")
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
 

@@ -20,8 +20,10 @@ import numpy as np
 from hil.artifacts.store import Artifact
 from hil.executorch_ops.calls import PipelineCall
 
-DEFAULTS = {"int": {"atol": 1e-3, "rtol": 1e-3, "qtol": 1}, "fp": {"atol": 1e-3, "rtol": 1e-3,
-            "qtol": 0}}  # fmt: skip
+DEFAULTS = {
+    "int": {"atol": 1e-3, "rtol": 1e-3, "qtol": 1},
+    "fp": {"atol": 1e-3, "rtol": 1e-3, "qtol": 0},
+}
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,9 @@ class TheirVerdict:
         return {True: "PASS", False: "FAIL", None: "n/a"}[self.passed]
 
 
-def their_verdict(call: PipelineCall, numerics: str, arrays: Path | None,
-                  artifact: Artifact) -> TheirVerdict:  # fmt: skip
+def their_verdict(
+    call: PipelineCall, numerics: str, arrays: Path | None, artifact: Artifact
+) -> TheirVerdict:
     rule = {**DEFAULTS[numerics], **call.compare_kwargs()}
     atol, rtol, qtol = float(rule["atol"]), float(rule["rtol"]), float(rule["qtol"])
     if arrays is None or not arrays.is_file():
@@ -71,8 +74,9 @@ def their_verdict(call: PipelineCall, numerics: str, arrays: Path | None,
     )
 
 
-def _excess(out: np.ndarray[Any, Any], ref: np.ndarray[Any, Any], atol: float, rtol: float
-            ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:  # fmt: skip
+def _excess(
+    out: np.ndarray[Any, Any], ref: np.ndarray[Any, Any], atol: float, rtol: float
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Each element's error beyond torch.isclose's allowance, and its error. As in torch, equal
     values are close (infinities of one sign included) and a non-finite value is close to
     nothing else (NaN to nothing)."""
@@ -86,6 +90,8 @@ def _excess(out: np.ndarray[Any, Any], ref: np.ndarray[Any, Any], atol: float, r
 
 
 def _indexed(stored: Any, prefix: str) -> tuple[np.ndarray[Any, Any], ...]:
-    keys = sorted((k for k in stored.files if k.rstrip("0123456789").rstrip("_") == prefix),
-                  key=lambda k: int("".join(c for c in k if c.isdigit()) or 0))  # fmt: skip
+    keys = sorted(
+        (k for k in stored.files if k.rstrip("0123456789").rstrip("_") == prefix),
+        key=lambda k: int("".join(c for c in k if c.isdigit()) or 0),
+    )
     return tuple(np.asarray(stored[k]) for k in keys)

@@ -113,9 +113,11 @@ def explain_program(
 def _runtime_note(target: str) -> str | None:
     if target == "host":
         return None
-    return (f"the intermediates are the host's ExecuTorch runtime's running the same .pte, not "
-            f"{target}'s: this localizes a model or export problem, not a bug in {target}'s "
-            f"kernels or firmware")  # fmt: skip
+    return (
+        f"the intermediates are the host's ExecuTorch runtime's running the same .pte, not "
+        f"{target}'s: this localizes a model or export problem, not a bug in {target}'s "
+        f"kernels or firmware"
+    )
 
 
 # -- each pair as a NodeError ---------------------------------------------------------------

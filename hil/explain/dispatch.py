@@ -58,5 +58,7 @@ def explain_check(
     except Exception as e:  # a bug in an explainer must not cost the verdict it explains
         log.exception("explaining %s failed", built.case.name)
         return None, f"first divergent operator not found: {type(e).__name__}: {e}"
-    return None, (f"first divergent operator: not available for the {recipe.name} recipe "
-                  f"on {target_kind} targets")  # fmt: skip
+    return None, (
+        f"first divergent operator: not available for the {recipe.name} recipe "
+        f"on {target_kind} targets"
+    )

@@ -85,8 +85,9 @@ class QuantizedValues:
         if node is None or _op_name(node) not in ACCUMULATING or len(node.args) < 2:
             return None
         data, weight = node.args[0], node.args[1]
-        if not all(isinstance(a, torch.fx.Node) and DEQUANTIZE in str(a.target)
-                   for a in (data, weight)):  # fmt: skip
+        if not all(
+            isinstance(a, torch.fx.Node) and DEQUANTIZE in str(a.target) for a in (data, weight)
+        ):
             return None
         assert isinstance(data, torch.fx.Node) and isinstance(weight, torch.fx.Node)
         input_scale = self._scalar_arg(data, 1)
@@ -126,9 +127,13 @@ def _qparams(node: torch.fx.Node) -> QuantParams | None:
     if len(args) < 6:
         return None
     scale, zero_point, qmin, qmax, dtype = args[1:6]
-    if not (isinstance(scale, (int, float)) and isinstance(zero_point, int)
-            and isinstance(qmin, int) and isinstance(qmax, int)
-            and isinstance(dtype, torch.dtype)):  # fmt: skip
+    if not (
+        isinstance(scale, (int, float))
+        and isinstance(zero_point, int)
+        and isinstance(qmin, int)
+        and isinstance(qmax, int)
+        and isinstance(dtype, torch.dtype)
+    ):
         return None
     return QuantParams(float(scale), zero_point, qmin, qmax, dtype)
 
@@ -136,9 +141,13 @@ def _qparams(node: torch.fx.Node) -> QuantParams | None:
 def quantize(value: torch.Tensor, params: QuantParams) -> torch.Tensor:
     """The integers the quantized model's own quantize op makes of `value`."""
     quantized: torch.Tensor = torch.ops.quantized_decomposed.quantize_per_tensor.default(
-        value.to(torch.float32), params.scale, params.zero_point, params.qmin, params.qmax,
+        value.to(torch.float32),
+        params.scale,
+        params.zero_point,
+        params.qmin,
+        params.qmax,
         params.dtype,
-    )  # fmt: skip
+    )
     return quantized
 
 
@@ -178,8 +187,9 @@ def quantized_program(
             fix="re-export the case with the ethos-u recipe",
         )
     if store is not None:
-        entry = next((p for p in sorted(store.glob(f"{key}*")) if (p / "meta.json").is_file()),
-                     None)  # fmt: skip
+        entry = next(
+            (p for p in sorted(store.glob(f"{key}*")) if (p / "meta.json").is_file()), None
+        )
         if entry is not None:
             return torch.export.load(entry / "program.pt2")
     return _quantize_again(built, artifact, key, workdir)

@@ -114,15 +114,17 @@ def isolated_and_chained(
     if part is None:
         raise ExplainError(
             f"{artifact.pte_path} was not made by the ethos-u recipe: it has no NPU delegates "
-            "to explain", fix="explain CPU programs with hil.explain.cpu",
-        )  # fmt: skip
+            "to explain",
+            fix="explain CPU programs with hil.explain.cpu",
+        )
     if not part.delegates:
         raise ExplainError(
             f"{artifact.pte_path} has no NPU delegates: everything ran on the CPU",
             fix="explain it with hil.explain.cpu",
         )
-    graphs = {d.name: delegate_graph(artifact, d.name, d.folder, d.tosa_sha256)
-              for d in part.delegates}  # fmt: skip
+    graphs = {
+        d.name: delegate_graph(artifact, d.name, d.folder, d.tosa_sha256) for d in part.delegates
+    }
     workdir.mkdir(parents=True, exist_ok=True)
     program = quantized_program(built, artifact, store, workdir)
     values = node_values(program, built)
@@ -131,8 +133,9 @@ def isolated_and_chained(
     if len(debug) != len(graphs):
         raise ExplainError(
             f"lowering the quantized model again gave {len(debug)} delegate(s), the artifact "
-            f"has {len(graphs)}", fix="re-export the case",
-        )  # fmt: skip
+            f"has {len(graphs)}",
+            fix="re-export the case",
+        )
     runs = run_keeping_tensors(built, artifact, graphs)
     limit = _limit(artifact)
     isolated: list[NodeError] = []
@@ -143,8 +146,10 @@ def isolated_and_chained(
         alone, chain = _compare_delegate(run, graphs[name], found, values, limit)
         isolated.extend(alone)
         chained.extend(chain)
-    return (Divergence(REFERENCE, tuple(isolated)) if isolated else None,
-            Divergence(REFERENCE, tuple(chained)) if chained else None)  # fmt: skip
+    return (
+        Divergence(REFERENCE, tuple(isolated)) if isolated else None,
+        Divergence(REFERENCE, tuple(chained)) if chained else None,
+    )
 
 
 def _limit(artifact: Artifact) -> float:
@@ -155,9 +160,12 @@ def _limit(artifact: Artifact) -> float:
 
 
 def _compare_delegate(
-    run: DelegateRun, graph: Path, found: Sequence[str | None], values: QuantizedValues,
+    run: DelegateRun,
+    graph: Path,
+    found: Sequence[str | None],
+    values: QuantizedValues,
     limit: float,
-) -> tuple[list[NodeError], list[NodeError]]:  # fmt: skip
+) -> tuple[list[NodeError], list[NodeError]]:
     """Each compared tensor's error as its operator makes it from the reference's inputs
     (hil.explain.tosa_isolate), and as the chained run made it."""
     counterparts = counterparts_of(run.block, found, _input_orders(run), values)
@@ -166,8 +174,11 @@ def _compare_delegate(
         reference = _reference(counterpart, values, run.block.shapes.get(tensor, ()))
         if reference is not None:
             expected[tensor] = reference
-    fed = {t: np.rint(a).astype(np.int64) for t, a in expected.items()
-           if counterparts[t].kind == "quantized"}  # fmt: skip
+    fed = {
+        t: np.rint(a).astype(np.int64)
+        for t, a in expected.items()
+        if counterparts[t].kind == "quantized"
+    }
     isolated = run_isolated(graph, run, fed) if ISOLATE else run.values
     alone: list[NodeError] = []
     chain: list[NodeError] = []
@@ -175,8 +186,10 @@ def _compare_delegate(
         for tensor in op.outputs:
             if tensor not in expected or tensor not in isolated or tensor not in run.values:
                 continue
-            for found_in, kept, how in ((isolated, alone, "on the reference's inputs"),
-                                        (run.values, chain, "chained")):  # fmt: skip
+            for found_in, kept, how in (
+                (isolated, alone, "on the reference's inputs"),
+                (run.values, chain, "chained"),
+            ):
                 kept.append(
                     _node_error(
                         run,
@@ -215,8 +228,11 @@ def counterparts_of(
         if op.op in LAYOUT_OPS:
             source = counterparts.get(op.inputs[0]) if op.inputs else None
             if source is not None:
-                move = ("permute", op.perms) if op.perms is not None else (
-                    "reshape", block.shapes[tensor])  # fmt: skip
+                move = (
+                    ("permute", op.perms)
+                    if op.perms is not None
+                    else ("reshape", block.shapes[tensor])
+                )
                 counterparts[tensor] = source.moved(move)
             continue
         origin = found[op.index]
@@ -245,9 +261,13 @@ def _group_ends(block: TosaGraph, found: Sequence[str | None]) -> dict[str, int]
 
 
 def _kind(
-    op: TosaOp, tensor: str, block: TosaGraph, origin: str, values: QuantizedValues,
+    op: TosaOp,
+    tensor: str,
+    block: TosaGraph,
+    origin: str,
+    values: QuantizedValues,
     last: Mapping[str, int],
-) -> str | None:  # fmt: skip
+) -> str | None:
     dtype = block.dtypes.get(tensor)
     if dtype in QUANTIZED_DTYPES and last.get(origin) == op.index:
         return "quantized" if values.output_qparams(origin) is not None else None
@@ -284,10 +304,16 @@ def _reference(
 
 
 def _node_error(
-    run: DelegateRun, op: TosaOp, tensor: str, counterpart: Counterpart,
-    values: QuantizedValues, limit: float, expected: np.ndarray[Any, Any],
-    actual: np.ndarray[Any, Any], how: str,
-) -> NodeError:  # fmt: skip
+    run: DelegateRun,
+    op: TosaOp,
+    tensor: str,
+    counterpart: Counterpart,
+    values: QuantizedValues,
+    limit: float,
+    expected: np.ndarray[Any, Any],
+    actual: np.ndarray[Any, Any],
+    how: str,
+) -> NodeError:
     params = values.output_qparams(counterpart.node)
     assert params is not None
     step = _step(counterpart, values, expected.shape)
@@ -325,9 +351,12 @@ def _step(
 
 
 def _sqnr(
-    expected: np.ndarray[Any, Any], diff: np.ndarray[Any, Any], counterpart: Counterpart,
-    zero_point: int, scale: float,
-) -> float | None:  # fmt: skip
+    expected: np.ndarray[Any, Any],
+    diff: np.ndarray[Any, Any],
+    counterpart: Counterpart,
+    zero_point: int,
+    scale: float,
+) -> float | None:
     """Signal (the reference's real values) over the error, in dB; None when exact."""
     signal = (expected - zero_point) * scale if counterpart.kind == "quantized" else None
     noise = float(np.sum(np.square(diff * scale)))

@@ -59,8 +59,12 @@ def isolated_graph(path: Path, run: DelegateRun, fed: Sequence[str]) -> tuple[by
         for name in ours.outputs:
             tensor = tensors[name]
             block.addTensor(name + ISOLATED, list(tensor.shape), tensor.dtype)
-        block.addOperator(op.op, [source(t) for t in ours.inputs],
-                          [t + ISOLATED for t in ours.outputs], _attribute(op))  # fmt: skip
+        block.addOperator(
+            op.op,
+            [source(t) for t in ours.inputs],
+            [t + ISOLATED for t in ours.outputs],
+            _attribute(op),
+        )
         for name in ours.outputs:
             block.addOutput(name + ISOLATED)
             listed.append(name)
@@ -81,7 +85,7 @@ def _attribute(op: Any) -> Any:
             f"the TOSA serializer has no attribute builder for {op.op.name}: the graph cannot "
             "be rewritten to run each operator on the reference's inputs",
             fix="report it with the artifact",
-        )  # fmt: skip
+        )
     loaded = op.attributes
     kwargs = {n: getattr(loaded, n) for n in dir(loaded) if not n.startswith("_")}
     builder(**kwargs)

@@ -25,7 +25,7 @@ class Layout:
         self.block = block
         self.orders: dict[str, tuple[int, ...] | None] = {
             t: tuple(input_orders.get(t, range(len(block.shapes.get(t, ()))))) for t in block.inputs
-        }  # fmt: skip
+        }
 
     def follow(self, op: TosaOp) -> tuple[int, ...] | None:
         tensor = op.outputs[0]
@@ -94,9 +94,10 @@ def _fits(logical: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, ..
 
 
 def move(
-    array: np.ndarray[Any, Any], moves: Sequence[tuple[str, tuple[int, ...]]],
+    array: np.ndarray[Any, Any],
+    moves: Sequence[tuple[str, tuple[int, ...]]],
     shape: tuple[int, ...],
-) -> np.ndarray[Any, Any] | None:  # fmt: skip
+) -> np.ndarray[Any, Any] | None:
     """The reference moved into the TOSA tensor's layout; None when it cannot be."""
     for kind, dims in moves:
         if kind == "permute":

@@ -128,14 +128,16 @@ def _pair(
     return paired
 
 
-def kept_vgf_delegates(program: Program, folder: Path, details: Mapping[str, Any]
-                       ) -> tuple[KeptDelegate, ...]:  # fmt: skip
+def kept_vgf_delegates(
+    program: Program, folder: Path, details: Mapping[str, Any]
+) -> tuple[KeptDelegate, ...]:
     """Pair every VGF call of `program` with its kept delegate folder by the payload's sha256
     (the recipe records the VGF it kept, byte for byte the call's). The viewer's PTE adapter
     expands a VGF delegate from the payload itself; the kept TOSA graph is what it was
     converted from."""
-    recorded = {str(d["vgf_sha256"]): d for d in details.get("delegates") or ()
-                if "vgf_sha256" in d}  # fmt: skip
+    recorded = {
+        str(d["vgf_sha256"]): d for d in details.get("delegates") or () if "vgf_sha256" in d
+    }
     kept = []
     for call in program.calls_to(VGF_BACKEND):
         item = recorded.get(hashlib.sha256(call.blob).hexdigest())

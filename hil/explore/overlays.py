@@ -89,8 +89,9 @@ class Shown:
         )
 
 
-def partition_overlay(shown: Shown, partition: Mapping[str, Any],
-                      converted: Mapping[str, set[str]] | None = None) -> Overlay:  # fmt: skip
+def partition_overlay(
+    shown: Shown, partition: Mapping[str, Any], converted: Mapping[str, set[str]] | None = None
+) -> Overlay:
     """Each CPU operator marked by what the report says of it, each delegate call and each
     operator of an expanded delegate by its delegate. A VGF delegate's graph is the viewer's VGF
     adapter's (its node ids from `converted`, the converted graphs); an Ethos-U delegate's is
@@ -117,8 +118,10 @@ def partition_overlay(shown: Shown, partition: Mapping[str, Any],
     for d in shown.delegates:
         graph = shown.delegate_graph(d)
         if d.call.backend == VGF_BACKEND:
-            results[graph] = {node: {"value": f"GPU, VGF ({d.name})", "bgColor": NPU}
-                              for node in sorted((converted or {}).get(graph, ()))}  # fmt: skip
+            results[graph] = {
+                node: {"value": f"GPU, VGF ({d.name})", "bgColor": NPU}
+                for node in sorted((converted or {}).get(graph, ()))
+            }
             continue
         results[graph] = {
             d.graph.node_id(op.index): {"value": f"NPU ({d.name})", "bgColor": NPU}

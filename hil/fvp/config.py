@@ -20,8 +20,16 @@ from hil.settings.fvp import (
 
 FvpConfig = FvpSettings  # the name the FVP modules have always used
 
-__all__ = ["SEMIHOSTING_CMDLINE_MAX", "Engine", "FvpConfig", "Mode", "fvp_config",
-           "managed_params", "runner_firmware", "semihosting_cmd_line"]  # fmt: skip
+__all__ = [
+    "SEMIHOSTING_CMDLINE_MAX",
+    "Engine",
+    "FvpConfig",
+    "Mode",
+    "fvp_config",
+    "managed_params",
+    "runner_firmware",
+    "semihosting_cmd_line",
+]
 
 
 def fvp_config(spec: DeviceSpec) -> FvpSettings:

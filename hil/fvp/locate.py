@@ -69,9 +69,12 @@ def fvp_version(binary: Path) -> str:
     binary does not start (missing libraries) or refuses for want of a licence."""
     try:
         done = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True,
-            timeout=VERSION_TIMEOUT_S, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [str(binary), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise TargetUnavailable(
             f"{binary} --version did not run: {e}",

@@ -58,9 +58,14 @@ class FvpProcess:
         tty.setraw(slave)  # no \n -> \r\n translation, no echo
         try:
             self._process = subprocess.Popen(
-                list(self.command.argv), stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-                cwd=self.cwd, close_fds=True, start_new_session=True,
-            )  # fmt: skip
+                list(self.command.argv),
+                stdin=subprocess.DEVNULL,
+                stdout=slave,
+                stderr=slave,
+                cwd=self.cwd,
+                close_fds=True,
+                start_new_session=True,
+            )
         except OSError as e:
             os.close(master)
             raise FvpStartError(

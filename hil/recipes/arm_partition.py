@@ -116,8 +116,9 @@ def missing_cpu_kernels(pte: bytes) -> tuple[str, ...]:
     )
 
 
-def partition_report(edge_program: Any, partitioner: Any, pte_bytes: int,
-                     backend: str = "Ethos-U") -> PartitionReport:  # fmt: skip
+def partition_report(
+    edge_program: Any, partitioner: Any, pte_bytes: int, backend: str = "Ethos-U"
+) -> PartitionReport:
     accelerated: Counter[str] = Counter()
     accelerated_macs = 0
     for lowered in lowered_modules(edge_program):
@@ -147,18 +148,21 @@ def partition_report(edge_program: Any, partitioner: Any, pte_bytes: int,
     )
 
 
-def serialize_lowered(case: str, edge: Any, report: PartitionReport
-                      ) -> tuple[bytes, PartitionReport]:  # fmt: skip
+def serialize_lowered(
+    case: str, edge: Any, report: PartitionReport
+) -> tuple[bytes, PartitionReport]:
     """The lowered program's .pte (delegate data inline, as ExecuTorch's Arm flow writes it)
     and the partition report completed from it: its size and the CPU operators that no
     ExecuTorch kernel library has."""
     from executorch.exir import ExecutorchBackendConfig
 
     config = ExecutorchBackendConfig(extract_delegate_segments=False)
-    pte = exporter_step("serializing the program", case,
-                        lambda: bytes(edge.to_executorch(config).buffer))  # fmt: skip
-    return pte, dataclasses.replace(report, pte_bytes=len(pte),
-                                    missing_kernels=missing_cpu_kernels(pte))  # fmt: skip
+    pte = exporter_step(
+        "serializing the program", case, lambda: bytes(edge.to_executorch(config).buffer)
+    )
+    return pte, dataclasses.replace(
+        report, pte_bytes=len(pte), missing_kernels=missing_cpu_kernels(pte)
+    )
 
 
 DUMP_KEY = "debug_artifact_path"  # the compile spec recording where intermediates were dumped
@@ -188,8 +192,9 @@ def strip_dump_path(case: str, lowered: Sequence[Any], spec: Any) -> None:
             )
 
 
-def lower_logged(case: str, program: Any, partitioner: Any, workdir: Path, target: str,
-                 log: str, kept: str) -> Any:  # fmt: skip
+def lower_logged(
+    case: str, program: Any, partitioner: Any, workdir: Path, target: str, log: str, kept: str
+) -> Any:
     """ExecuTorch's lowering with an Arm partitioner, what it printed (Vela, the converter) kept
     as `log` beside the artifact; a refusal is an ExportError naming the stage that refused
     (ResourceExhausted when this machine ran out). `target` ("ethos-u55-128", "VGF (...)") and
@@ -199,8 +204,9 @@ def lower_logged(case: str, program: Any, partitioner: Any, workdir: Path, targe
     printed: list[str] = []
     try:
         with captured_output() as printed:
-            edge = to_edge_transform_and_lower(program, partitioner=[partitioner],
-                                               compile_config=arm_edge_config())  # fmt: skip
+            edge = to_edge_transform_and_lower(
+                program, partitioner=[partitioner], compile_config=arm_edge_config()
+            )
     except Exception as e:
         (workdir / log).write_text("".join(printed))
         exhausted = resource_exhaustion(e)

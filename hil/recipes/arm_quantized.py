@@ -84,10 +84,12 @@ def configure(quantizer: Any, options: Mapping[str, Any]) -> Any:
     )
 
     make_config = (
-        get_symmetric_a16w8_quantization_config if options["a16w8"]
-        else get_symmetric_a8w4_quantization_config if options["weights"] == "int4"
+        get_symmetric_a16w8_quantization_config
+        if options["a16w8"]
+        else get_symmetric_a8w4_quantization_config
+        if options["weights"] == "int4"
         else get_symmetric_quantization_config
-    )  # fmt: skip
+    )
     config = make_config(is_per_channel=options["per_channel"])
     quantizer.set_global(config)
     if options["symmetric_io"]:
@@ -95,8 +97,13 @@ def configure(quantizer: Any, options: Mapping[str, Any]) -> Any:
     return quantizer
 
 
-def quantized_model(built: BuiltCase, identity: Mapping[str, Any], make: Callable[[], Any],
-                    shared_dir: Path | None, workdir: Path) -> QuantizedModel:  # fmt: skip
+def quantized_model(
+    built: BuiltCase,
+    identity: Mapping[str, Any],
+    make: Callable[[], Any],
+    shared_dir: Path | None,
+    workdir: Path,
+) -> QuantizedModel:
     """The quantized model, from the store shared between recipes (or a private one)."""
     root = shared_dir / "quantized" if shared_dir else workdir / ".quantized"
     model = QuantizedStore(root).get(built, identity, make)

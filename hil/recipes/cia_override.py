@@ -32,8 +32,9 @@ _CIA = torch._C.DispatchKey.CompositeImplicitAutograd
 _not_implemented: dict[Any, Callable[..., Any]] = {}  # operator -> its shared kernel
 
 
-def _force_dispatch_to_orig_cia_callable(fake_tensor_mode: Any, op: Any, *args: Any,
-                                         **kwargs: Any) -> Any:  # fmt: skip
+def _force_dispatch_to_orig_cia_callable(
+    fake_tensor_mode: Any, op: Any, *args: Any, **kwargs: Any
+) -> Any:
     """The fake-tensor rule torch registers: run the original CIA kernel under the fake mode,
     so an operator the decomposition preserves is not traced on the meta device."""
     original = kwargs.pop("original_callable")

@@ -39,8 +39,18 @@ from hil.recipes.lowering import exporter_step
 from hil.recipes.quantized import QuantizedModel, QuantizedStore
 from hil.verdict.tolerances import StepAllowance
 
-CPUS = ("cortex-m0", "cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m23",
-        "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")  # fmt: skip
+CPUS = (
+    "cortex-m0",
+    "cortex-m0plus",
+    "cortex-m3",
+    "cortex-m4",
+    "cortex-m7",
+    "cortex-m23",
+    "cortex-m33",
+    "cortex-m35p",
+    "cortex-m55",
+    "cortex-m85",
+)
 CMSIS_NAMESPACE = "cortex_m."
 # Operators that move no arithmetic: quantize/dequantize at the edges, layout and view copies.
 GLUE = (

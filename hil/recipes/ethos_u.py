@@ -155,9 +155,9 @@ class EthosURecipe(Recipe):
         return arm_quantized.configure(EthosUQuantizer(spec), self.options)
 
     def quantized_model(self, built: BuiltCase, spec: Any, workdir: Path) -> QuantizedModel:
-        return arm_quantized.quantized_model(built, self.quantizer_identity(),
-                                             lambda: self.quantizer(spec), self.shared_dir,
-                                             workdir)  # fmt: skip
+        return arm_quantized.quantized_model(
+            built, self.quantizer_identity(), lambda: self.quantizer(spec), self.shared_dir, workdir
+        )
 
     def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
         # The out-variants of quantize/dequantize that to_executorch needs; registered here

@@ -105,8 +105,10 @@ PARTS = (
         "cia-collection-once",
         lambda: (_utils()._materialize_cpp_cia_ops, _utils()._collect_all_valid_cia_ops),
         "5a6ded3d7e7332e0b167551f2b9dc3cb087198b9dff8cbef09325bda4c3a549f",
-        Patch(lambda: _has(_utils(), "_materialize_cpp_cia_ops", "_collect_all_valid_cia_ops"),
-              _collect_once),
+        Patch(
+            lambda: _has(_utils(), "_materialize_cpp_cia_ops", "_collect_all_valid_cia_ops"),
+            _collect_once,
+        ),
     ),
     Part(
         "preserve-check-once",
@@ -126,7 +128,7 @@ PARTS = (
         "be7e3b6fb16057aa220f1c751b27b6acadf9ed1e7380aa9d670b9c09d80ad182",
         Patch(lambda: _has(_exported_program(), *OVERRIDE_PARTS), _override_cia),
     ),
-)  # fmt: skip
+)
 
 
 def _marking_a_collection(collect: Callable[[], Any]) -> Callable[[], Any]:

@@ -83,15 +83,17 @@ def output_scales(graph: torch.fx.GraphModule) -> tuple[float | None, ...]:
     return tuple(scales)
 
 
-def run_reference(module: Callable[..., Any], inputs: Inputs, *, copy: bool = True
-                  ) -> tuple[Array, ...]:  # fmt: skip
+def run_reference(
+    module: Callable[..., Any], inputs: Inputs, *, copy: bool = True
+) -> tuple[Array, ...]:
     """Outputs of a PyTorch callable as numpy arrays in their dtypes (nested outputs flattened);
     it runs on copies of the inputs unless `copy` is False (the caller's own copies)."""
     return tuple(to_array(t) for t in reference_tensors(module, inputs, copy=copy))
 
 
-def reference_tensors(module: Callable[..., Any], inputs: Inputs, *, copy: bool = True
-                      ) -> list[torch.Tensor]:  # fmt: skip
+def reference_tensors(
+    module: Callable[..., Any], inputs: Inputs, *, copy: bool = True
+) -> list[torch.Tensor]:
     """Outputs of a PyTorch callable as tensors (nested outputs flattened)."""
     with torch.no_grad():
         return flatten_outputs(module(*(fresh(inputs) if copy else inputs)))
@@ -119,9 +121,11 @@ def lower_to_pte(
 
     def run() -> bytes:
         edge = to_edge_transform_and_lower(
-            program, partitioner=list(partitioners), generate_etrecord=etrecord is not None,
+            program,
+            partitioner=list(partitioners),
+            generate_etrecord=etrecord is not None,
             **edge_options,
-        )  # fmt: skip
+        )
         executorch = edge.to_executorch()
         if etrecord is not None:
             executorch.get_etrecord().save(str(etrecord))

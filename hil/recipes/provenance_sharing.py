@@ -53,5 +53,9 @@ def _share_sources() -> None:
 
 PATCH = Patch(applies, _share_sources)
 install = PATCH.install  # share provenance sources from now on; False where torch differs
-PART = Part("provenance-sharing", lambda: (fx_traceback.NodeSource.__init__,),
-            "494c7c373036b741d9bb120ac2473642d990161623d8576c393cc88720fa1c8a", PATCH)  # fmt: skip
+PART = Part(
+    "provenance-sharing",
+    lambda: (fx_traceback.NodeSource.__init__,),
+    "494c7c373036b741d9bb120ac2473642d990161623d8576c393cc88720fa1c8a",
+    PATCH,
+)

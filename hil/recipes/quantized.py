@@ -156,9 +156,10 @@ class QuantizedStore:
         reference = run_reference(converted, built.inputs)
         scales = output_scales(converted)
         moved = exporter_step(
-            "measuring rounding sensitivity", built.case.name,
+            "measuring rounding sensitivity",
+            built.case.name,
             lambda: rounding.sensitivity(converted, built.inputs, reference, scales),
-        )  # fmt: skip
+        )
         self.root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f".{entry.name[:12]}-", dir=self.root))
         try:

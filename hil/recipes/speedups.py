@@ -54,8 +54,13 @@ def left_out() -> frozenset[str]:
 def parts() -> tuple[Part, ...]:
     """Every part, in the order they install."""
 
-    return (*export_speedup.PARTS, provenance_sharing.PART, pass_placeholder.PART,
-            fx_compile_cache.PART, load_speedup.PART)  # fmt: skip
+    return (
+        *export_speedup.PARTS,
+        provenance_sharing.PART,
+        pass_placeholder.PART,
+        fx_compile_cache.PART,
+        load_speedup.PART,
+    )
 
 
 _refused: set[str] = set()
@@ -89,5 +94,7 @@ def declared() -> dict[str, Any]:
     parts that may be installed, each with the digest it installs only on (no part is looked
     up or checked here: keys are computed on warm runs too)."""
     skipped = left_out()
-    return {"pristine": pristine(),
-            "parts": {p.name: p.digest for p in parts() if p.name not in skipped}}  # fmt: skip
+    return {
+        "pristine": pristine(),
+        "parts": {p.name: p.digest for p in parts() if p.name not in skipped},
+    }

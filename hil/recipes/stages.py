@@ -52,8 +52,9 @@ MAX_LINES = 12
 def brief(error: BaseException) -> str:
     """`Type: message` of an exporter's exception, readable: repeated list items counted, at
     most a dozen lines (the rest is in the traceback the ExportError keeps as its cause)."""
-    text = REPEATED_LIST.sub(lambda m: f"[{m.group(1)} x {m.group(0).count(m.group(1))}]",
-                             str(error).strip())  # fmt: skip
+    text = REPEATED_LIST.sub(
+        lambda m: f"[{m.group(1)} x {m.group(0).count(m.group(1))}]", str(error).strip()
+    )
     lines = text.splitlines()
     return (
         f"{type(error).__name__}: "

@@ -45,8 +45,10 @@ class TosaFpRecipe(Recipe):
             raise UsageError(f"recipe {self.name}: option version must be a string, e.g. '1.0'")
         extensions = self.options["extensions"]
         if isinstance(extensions, str) or not all(isinstance(e, str) for e in extensions):
-            raise UsageError(f"recipe {self.name}: option extensions must be a list of strings",
-                             fix="e.g. extensions: [bf16]")  # fmt: skip
+            raise UsageError(
+                f"recipe {self.name}: option extensions must be a list of strings",
+                fix="e.g. extensions: [bf16]",
+            )
 
     @property
     def tosa_spec(self) -> str:
@@ -78,10 +80,11 @@ class TosaFpRecipe(Recipe):
             f"lowering for {self.tosa_spec}",
             case,
             lambda: to_edge_transform_and_lower(
-                program, partitioner=[partitioner],
+                program,
+                partitioner=[partitioner],
                 compile_config=EdgeCompileConfig(_check_ir_validity=False),
             ),
-        )  # fmt: skip
+        )
         lowered_program = edge.exported_program()
         lowered = lowered_modules(lowered_program)
         names = [f"delegate_{i}" for i in range(len(lowered))]
@@ -94,8 +97,9 @@ class TosaFpRecipe(Recipe):
         pte, report = serialize_lowered(case, edge, report)
         return ExportProduct(pte=pte, details=self._details(names, lowered, report, workdir))
 
-    def _details(self, names: Sequence[str], lowered: Sequence[Any], report: Any,
-                 workdir: Path) -> Mapping[str, Any]:  # fmt: skip
+    def _details(
+        self, names: Sequence[str], lowered: Sequence[Any], report: Any, workdir: Path
+    ) -> Mapping[str, Any]:
         return {
             "tosa_spec": self.tosa_spec,
             "delegates": [

@@ -79,8 +79,9 @@ class VgfLowering(Recipe):
 
     def validate(self) -> None:
         if not isinstance(self.options["tosa_spec"], str):
-            raise UsageError(f"recipe {self.name}: option tosa_spec must be a string, e.g. "
-                             f"{DEFAULT_SPEC!r}")  # fmt: skip
+            raise UsageError(
+                f"recipe {self.name}: option tosa_spec must be a string, e.g. {DEFAULT_SPEC!r}"
+            )
 
     def compile_spec(self) -> Any:
         from executorch.backends.arm.vgf import VgfCompileSpec
@@ -94,8 +95,9 @@ class VgfLowering(Recipe):
                 fix=f"e.g. {DEFAULT_SPEC} or TOSA-1.0+FP",
             ) from e
 
-    def lower(self, built: BuiltCase, program: Any, workdir: Path,
-              model: QuantizedModel | None) -> ExportProduct:  # fmt: skip
+    def lower(
+        self, built: BuiltCase, program: Any, workdir: Path, model: QuantizedModel | None
+    ) -> ExportProduct:
         from executorch.backends.arm.vgf import VgfPartitioner
 
         case, spec = built.case.name, self.compile_spec()
@@ -130,10 +132,14 @@ class VgfLowering(Recipe):
         }
         if model is None:
             return ExportProduct(pte=pte, details=details)
-        return ExportProduct(pte=pte, output_scales=model.output_scales,
-                             quantized_reference=model.reference,
-                             quantized_ops=model.quantized_ops, sensitivity=model.sensitivity,
-                             details=details)  # fmt: skip
+        return ExportProduct(
+            pte=pte,
+            output_scales=model.output_scales,
+            quantized_reference=model.reference,
+            quantized_ops=model.quantized_ops,
+            sensitivity=model.sensitivity,
+            details=details,
+        )
 
 
 class VgfRecipe(VgfLowering):
@@ -144,8 +150,9 @@ class VgfRecipe(VgfLowering):
     # identical to the TOSA reference model on the same graph, int8 and int16)
     step_allowances = arm_quantized.STEP_ALLOWANCES
 
-    def __init__(self, options: Mapping[str, Any] | None = None, *,
-                 shared_dir: Path | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, options: Mapping[str, Any] | None = None, *, shared_dir: Path | None = None
+    ) -> None:
         super().__init__(options, shared_dir=shared_dir)
         self.numerics = arm_quantized.numerics_of(self.options)
 
@@ -159,10 +166,12 @@ class VgfRecipe(VgfLowering):
 
         spec = self.compile_spec()
         model = arm_quantized.quantized_model(
-            built, arm_quantized.identity("VgfQuantizer", self.options),
+            built,
+            arm_quantized.identity("VgfQuantizer", self.options),
             lambda: arm_quantized.configure(VgfQuantizer(spec), self.options),
-            self.shared_dir, workdir,
-        )  # fmt: skip
+            self.shared_dir,
+            workdir,
+        )
         return self.lower(built, model.program, workdir, model)
 
 
@@ -182,8 +191,9 @@ def _convert(graph: bytes, spec: Any) -> bytes:
     return bytes(vgf_compile(graph, list(spec.compiler_flags)))
 
 
-def keep_delegate(case: str, module: Any, dump: Path, folder: Path, spec: Any,
-                  used: set[Path]) -> None:  # fmt: skip
+def keep_delegate(
+    case: str, module: Any, dump: Path, folder: Path, spec: Any, used: set[Path]
+) -> None:
     """Write folder/out.vgf (the delegate's payload) and folder/out.tosa, the dumped TOSA graph
     the converter turns into exactly that VGF (the delegate's own tag's dump tried first)."""
     vgf = bytes(module.processed_bytes)

@@ -146,8 +146,10 @@ class XnnpackInt8Recipe(Recipe):
 
     def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
         root = self.shared_dir / "quantized" if self.shared_dir else workdir / ".quantized"
-        identity = {"quantizer": "XNNPACKQuantizer (post-training patterns)",
-                    "per_channel": self.options["per_channel"]}  # fmt: skip
+        identity = {
+            "quantizer": "XNNPACKQuantizer (post-training patterns)",
+            "per_channel": self.options["per_channel"],
+        }
         model = QuantizedStore(root).get(built, identity, self.quantizer)
         if self.shared_dir is None:
             shutil.rmtree(root, ignore_errors=True)

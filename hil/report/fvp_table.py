@@ -36,16 +36,19 @@ def rows(records: Sequence[Record]) -> list[list[str]]:
         c = r.get("counters") or {}
         fast = "npu_cycles_fast" in c
         measured = c.get("npu_cycles_fast" if fast else "npu_cycles")
-        out.append([
-            r["case"], r["target"],
-            fmt_number(measured, ",.0f") + (" (fast)" if fast and measured is not None else ""),
-            fmt_number(c.get("vela_npu_cycles"), ",.0f"),
-            _ratio(measured, c.get("vela_npu_cycles")),
-            fmt_number(c.get("cpu_cycles"), ",.0f"),
-            _kib(c.get("planned_pool_peak_bytes")),
-            _kib(c.get("model_pool_peak_bytes")),
-            r["verdict"],
-        ])  # fmt: skip
+        out.append(
+            [
+                r["case"],
+                r["target"],
+                fmt_number(measured, ",.0f") + (" (fast)" if fast and measured is not None else ""),
+                fmt_number(c.get("vela_npu_cycles"), ",.0f"),
+                _ratio(measured, c.get("vela_npu_cycles")),
+                fmt_number(c.get("cpu_cycles"), ",.0f"),
+                _kib(c.get("planned_pool_peak_bytes")),
+                _kib(c.get("model_pool_peak_bytes")),
+                r["verdict"],
+            ]
+        )
     return out
 
 
@@ -68,8 +71,17 @@ def render(records: Sequence[Record]) -> list[str]:
     fvp = [r for r in records if is_fvp(r) and r.get("counters")]
     if not fvp:
         return []
-    headers = ["case", "target", "NPU cycles (FVP PMU)", "NPU cycles (Vela est)", "FVP/Vela",
-               "CPU cycles", "planned pool", "model", "verdict"]  # fmt: skip
+    headers = [
+        "case",
+        "target",
+        "NPU cycles (FVP PMU)",
+        "NPU cycles (Vela est)",
+        "FVP/Vela",
+        "CPU cycles",
+        "planned pool",
+        "model",
+        "verdict",
+    ]
     return [
         "Corstone FVP: NPU cycles from the Ethos-U PMU beside Vela's estimate for the same .pte",
         *identity(fvp),

@@ -253,8 +253,9 @@ def tool_table(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         values = [(run.get("tools") or {}).get(name, "-") for run in runs]
         lines.append({"name": name, "versions": values, "differs": len(set(values)) > 1})
     declared = [_speedups(run.get("speedups")) for run in runs]
-    lines.append({"name": "hil export speed-ups", "versions": declared,
-                  "differs": len(set(declared)) > 1})  # fmt: skip
+    lines.append(
+        {"name": "hil export speed-ups", "versions": declared, "differs": len(set(declared)) > 1}
+    )
     return {"runs": [run["run_id"] for run in runs], "lines": lines}
 
 

@@ -40,12 +40,16 @@ def rows(records: Sequence[Record]) -> list[list[str]]:
     out = []
     for r in records:
         c = r.get("counters") or {}
-        out.append([
-            r["case"], r["target"], r["recipe"],
-            *(_kib(c.get(f"{pool}{PEAK_SUFFIX}")) for pool in POOLS),
-            _kib(c.get("ram_peak_bytes")),
-            _memory_verdict(r),
-        ])  # fmt: skip
+        out.append(
+            [
+                r["case"],
+                r["target"],
+                r["recipe"],
+                *(_kib(c.get(f"{pool}{PEAK_SUFFIX}")) for pool in POOLS),
+                _kib(c.get("ram_peak_bytes")),
+                _memory_verdict(r),
+            ]
+        )
     return out
 
 
@@ -63,9 +67,10 @@ def pool_sizes(records: Sequence[Record]) -> list[str]:
 def render(records: Sequence[Record]) -> list[str]:
     """The section; empty when no bare-metal runner reported its pools."""
     reported = [
-        r for r in records
+        r
+        for r in records
         if is_bare_metal(r) and any(k.endswith(PEAK_SUFFIX) for k in r.get("counters") or {})
-    ]  # fmt: skip
+    ]
     if not reported:
         return []
     headers = ["case", "target", "recipe", *(f"{p} KiB" for p in POOLS), "RAM KiB", "memory"]

@@ -111,8 +111,16 @@ def cortex_m_table(records: Sequence[Record]) -> list[str]:
                 r["verdict"],
             ]
         )
-    headers = ["case", "target", "CMSIS-NN ops", "portable ops", "max abs", "SQNR dB",
-               "vs quantized", "verdict"]  # fmt: skip
+    headers = [
+        "case",
+        "target",
+        "CMSIS-NN ops",
+        "portable ops",
+        "max abs",
+        "SQNR dB",
+        "vs quantized",
+        "verdict",
+    ]
     return table(headers, rows, right=range(2, 6))
 
 

@@ -102,8 +102,9 @@ def make_board(name: str, settings: SerialSettings, runner: Path | None, source:
     virtual boards."""
     if settings.virtual is None:
         if settings.port is None:
-            raise DeviceSpecError(f"{source}: a serial device needs connection.port or "
-                                  "connection.virtual")  # fmt: skip
+            raise DeviceSpecError(
+                f"{source}: a serial device needs connection.port or connection.virtual"
+            )
         return PortBoard(name, settings.port, settings.reset_command)
     if runner is None:
         raise DeviceSpecError(f"{source}: the virtual board {settings.virtual} needs a runner")

@@ -41,8 +41,9 @@ class FvpSite:
     def explain(self, doing: str, error: InfrastructureError) -> HilError | None:
         process, where = self.process, f"FVP log: {self.process.log_path}"
         if not self._ended():  # the FVP runs on: the runner is silent or the link is broken
-            return type(error)(f"{error.message} (while {doing}; the FVP still runs; {where})",
-                               fix=error.fix)  # fmt: skip
+            return type(error)(
+                f"{error.message} (while {doing}; the FVP still runs; {where})", fix=error.fix
+            )
         text = process.text()
         if output.hit_time_limit(text):
             return FvpTimeLimit(
@@ -53,8 +54,9 @@ class FvpSite:
             )
         problem = output.licence_problem(text)
         if problem:
-            return FvpLicenceError(f"{self.name}: the FVP lost its licence: {problem}",
-                                   fix=locate.LICENCE_FIX)  # fmt: skip
+            return FvpLicenceError(
+                f"{self.name}: the FVP lost its licence: {problem}", fix=locate.LICENCE_FIX
+            )
         if output.simulation_ended(text) and process.returncode == 0:
             return None  # the runner ended it: a crash (gone() says how)
         return FvpExited(

@@ -127,8 +127,14 @@ class RunnerRun:
 class RunnerDriver:
     """One runner on one link: call hello() first, then deploy and run."""
 
-    def __init__(self, name: str, link: Link, site: RunnerSite, policy: LinkPolicy,
-                 files: Files | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        link: Link,
+        site: RunnerSite,
+        policy: LinkPolicy,
+        files: Files | None = None,
+    ) -> None:
         self.name = name
         self.link = link
         self.site = site
@@ -179,8 +185,7 @@ class RunnerDriver:
             # the runtime's reason went to the site's console (semihosting, stderr), not the
             # link: its last lines, and where the rest is
             where = f"; {self.site.log_label}: {self.site.log_path}" if self.site.log_path else ""
-            raise RunRefused(e.message + where, fix=e.fix,
-                             log_tail=self.site.log_tail(20)) from e  # fmt: skip
+            raise RunRefused(e.message + where, fix=e.fix, log_tail=self.site.log_tail(20)) from e
         except InfrastructureError as e:
             raise self.classify(doing, e) from e
 
@@ -250,8 +255,7 @@ class RunnerDriver:
             if files.put is None:
                 raise
             sent = self.call(f"copying {artifact.pte_path.name}", files.put, artifact)
-            return self.call(doing, load_file, self.client, path, artifact.sha256,
-                             len(data)), sent  # fmt: skip
+            return self.call(doing, load_file, self.client, path, artifact.sha256, len(data)), sent
 
     def forget(self) -> None:
         """A fresh runner holds nothing (after a reconnect or a reboot)."""
@@ -265,19 +269,29 @@ class RunnerDriver:
         method = self._methods[artifact.sha256]
         echo = self.echo
         if not echo and len(inputs) != len(method.inputs):
-            raise CaseError(f"the case gives {len(inputs)} inputs, the model on {self.name} "
-                            f"takes {len(method.inputs)}")  # fmt: skip
+            raise CaseError(
+                f"the case gives {len(inputs)} inputs, the model on {self.name} "
+                f"takes {len(method.inputs)}"
+            )
         client = self.client
         client.take_log()
         for index, tensor in enumerate(inputs):
             order = method.inputs[index].dim_order if index < len(method.inputs) else None
             spec, data = m.from_numpy(tensor.detach().cpu().numpy(), order)
             self.call(f"setting input {index}", client.set_input, index, spec, data)
-        times = self.call("running the model", client.run, policy.warmup, policy.min_runs,
-                          policy.max_runs, policy.min_time_s, policy.max_time_s)  # fmt: skip
+        times = self.call(
+            "running the model",
+            client.run,
+            policy.warmup,
+            policy.min_runs,
+            policy.max_runs,
+            policy.min_time_s,
+            policy.max_time_s,
+        )
         count = len(inputs) if echo else len(method.outputs)
-        outputs = tuple(to_array(self.call(f"reading output {i}", client.get_output, i))
-                        for i in range(count))  # fmt: skip
+        outputs = tuple(
+            to_array(self.call(f"reading output {i}", client.get_output, i)) for i in range(count)
+        )
         pools = self.call("reading memory statistics", client.mem_stats)
         return RunnerRun(outputs, times, pools, client.take_log(), echo)
 

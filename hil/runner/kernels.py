@@ -31,9 +31,11 @@ class KernelList:
             said.append(f"{', '.join(selectable)} not selected when the SDK was built")
         if absent:
             said.append(f"{', '.join(absent)} in no kernel library of its ExecuTorch")
-        fix = (f"rebuild the SDK with this program's kernels: {self.rebuild} --ops-from "
-               f"suites {pte}" if selectable else "export the model without that operator, "
-               "or give ExecuTorch a kernel for it")  # fmt: skip
+        fix = (
+            f"rebuild the SDK with this program's kernels: {self.rebuild} --ops-from suites {pte}"
+            if selectable
+            else "export the model without that operator, or give ExecuTorch a kernel for it"
+        )
         return MissingKernel(
             f"{name}: the runner's ExecuTorch has no kernel for {', '.join(missing)} "
             f"({'; '.join(said)}; {self.path})",

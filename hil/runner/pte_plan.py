@@ -19,9 +19,30 @@ IDENTIFIER = b"ET12"
 
 # ExecuTorch's ScalarType numbers -> bytes per element (schema/scalar_type.fbs)
 ELEMENT_BYTES = {
-    0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 12: 1, 13: 1, 14: 4, 15: 2,
-    16: 1, 17: 1, 22: 2, 23: 1, 24: 1, 25: 1, 26: 1, 27: 2, 28: 4, 29: 8,
-}  # fmt: skip
+    0: 1,
+    1: 1,
+    2: 2,
+    3: 4,
+    4: 8,
+    5: 2,
+    6: 4,
+    7: 8,
+    11: 1,
+    12: 1,
+    13: 1,
+    14: 4,
+    15: 2,
+    16: 1,
+    17: 1,
+    22: 2,
+    23: 1,
+    24: 1,
+    25: 1,
+    26: 1,
+    27: 2,
+    28: 4,
+    29: 8,
+}
 TENSOR = 5  # KernelTypes union: NONE=0, Null, Int, Bool, Double, Tensor, ...
 
 # vtable slots of the fields read (their order in program.fbs)
@@ -146,9 +167,10 @@ def _plan(plan: _Table) -> MethodPlan:
     inputs = tuple(_tensor(values[i]) for i in plan.scalars(PLAN_INPUTS, "i"))
     operators = tuple(
         f"{op.string(OPERATOR_NAME)}.{op.string(OPERATOR_OVERLOAD)}"
-        if op.string(OPERATOR_OVERLOAD) else op.string(OPERATOR_NAME)
+        if op.string(OPERATOR_OVERLOAD)
+        else op.string(OPERATOR_NAME)
         for op in plan.tables(PLAN_OPERATORS)
-    )  # fmt: skip
+    )
     delegates = tuple(d.string(DELEGATE_ID) for d in plan.tables(PLAN_DELEGATES))
     sizes = plan.scalars(PLAN_BUFFER_SIZES, "q")
     return MethodPlan(

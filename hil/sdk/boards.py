@@ -40,13 +40,25 @@ class SdkBoard:
         return f"{self.name} ({self.cpu}{npu})"
 
 
-BOARDS: Mapping[str, SdkBoard] = MappingProxyType({
-    "qemu-m55": SdkBoard("qemu-m55", "cortex-m55", None, ("cortex-m55",), "qemu-m55"),
-    "corstone-300": SdkBoard("corstone-300", "cortex-m55", "ethos-u55-128",
-                             ("corstone-300", "corstone-300-board"), "fvp-u55"),
-    "corstone-320": SdkBoard("corstone-320", "cortex-m85", "ethos-u85-256",
-                             ("corstone-320", "corstone-320-board"), "fvp-u85"),
-})  # fmt: skip
+BOARDS: Mapping[str, SdkBoard] = MappingProxyType(
+    {
+        "qemu-m55": SdkBoard("qemu-m55", "cortex-m55", None, ("cortex-m55",), "qemu-m55"),
+        "corstone-300": SdkBoard(
+            "corstone-300",
+            "cortex-m55",
+            "ethos-u55-128",
+            ("corstone-300", "corstone-300-board"),
+            "fvp-u55",
+        ),
+        "corstone-320": SdkBoard(
+            "corstone-320",
+            "cortex-m85",
+            "ethos-u85-256",
+            ("corstone-320", "corstone-320-board"),
+            "fvp-u85",
+        ),
+    }
+)
 
 
 def board_of_preset(preset: str, npu: str | None = None) -> SdkBoard | None:

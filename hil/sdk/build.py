@@ -61,13 +61,21 @@ def tools_for(board: SdkBoard) -> Tools:
         problems.append("reinstall the executorch package: it ships data/bin/flatc")
     compiler = shutil.which("arm-none-eabi-gcc")
     if problems or cmake is None or version is None or compiler is None:
-        raise SdkSourceMissing("the build tools are incomplete", fix="; ".join(problems)
-                               or "apt-get install gcc-arm-none-eabi")  # fmt: skip
-    first_line = subprocess.run([compiler, "--version"], capture_output=True, text=True,
-                                timeout=30).stdout.splitlines()  # fmt: skip
-    return Tools(cmake=cmake, cmake_version=f"{version[0]}.{version[1]}",
-                 compiler_version=first_line[0] if first_line else compiler,
-                 python=sys.executable, flatc=flatc, ninja=has_ninja())  # fmt: skip
+        raise SdkSourceMissing(
+            "the build tools are incomplete",
+            fix="; ".join(problems) or "apt-get install gcc-arm-none-eabi",
+        )
+    first_line = subprocess.run(
+        [compiler, "--version"], capture_output=True, text=True, timeout=30
+    ).stdout.splitlines()
+    return Tools(
+        cmake=cmake,
+        cmake_version=f"{version[0]}.{version[1]}",
+        compiler_version=first_line[0] if first_line else compiler,
+        python=sys.executable,
+        flatc=flatc,
+        ninja=has_ninja(),
+    )
 
 
 def plan_sdk(
@@ -95,14 +103,22 @@ def plan_sdk(
     return make_plan(board, trees, selection, tools, digests, root, jobs)
 
 
-def build_sdk(plan: SdkPlan, progress: Progress, *, device: str | None = None,
-              force: bool = False, keep_build: bool = False) -> Built:  # fmt: skip
+def build_sdk(
+    plan: SdkPlan,
+    progress: Progress,
+    *,
+    device: str | None = None,
+    force: bool = False,
+    keep_build: bool = False,
+) -> Built:
     """Run `plan` (or find its SDK already built)."""
     prefix = plan.prefix
 
     def unwritable(e: OSError) -> SdkBuildFailed:
-        return SdkBuildFailed(f"cannot write the SDK folder {prefix.parent}: {e}",
-                              fix="set HIL_SDK_DIR to a writable folder")  # fmt: skip
+        return SdkBuildFailed(
+            f"cannot write the SDK folder {prefix.parent}: {e}",
+            fix="set HIL_SDK_DIR to a writable folder",
+        )
 
     with file_lock(prefix.parent / f"{prefix.name}.lock", unwritable):
         found = read_sdk(prefix)
@@ -117,8 +133,10 @@ def build_sdk(plan: SdkPlan, progress: Progress, *, device: str | None = None,
         if plan.ethos_sdk is not None:
             _ethos_sdk_folder(plan)
         for index, step in enumerate(plan.steps, 1):
-            progress(f"[{index}/{len(plan.steps)}] {step.stage} "
-                     f"({_clock(time.monotonic() - started)} in)")  # fmt: skip
+            progress(
+                f"[{index}/{len(plan.steps)}] {step.stage} "
+                f"({_clock(time.monotonic() - started)} in)"
+            )
             seconds[step.stage] = _run(step, log_file, progress)
         if plan.board.npu:
             _install_driver(plan)
@@ -131,7 +149,7 @@ def build_sdk(plan: SdkPlan, progress: Progress, *, device: str | None = None,
                 f"{plan.selection.max_kernel_num}: the runtime would abort at boot",
                 fix="report this to hil (its kernel count missed a library)",
                 log_path=str(log_file),
-            )  # fmt: skip
+            )
         trees = {name: str(path) for name, path in plan.sources.trees().items()}
         kernels.write_kernel_list(
             prefix / KERNELS,
@@ -162,15 +180,22 @@ def _run(step: Step, log_file: Path, progress: Progress) -> float:
     with log_file.open("a") as out:
         out.write(f"\n### {step.stage}\n$ {' '.join(step.command)}\n")
         out.flush()
-        process = subprocess.Popen(step.command, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            step.command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     done = threading.Event()
 
     def report() -> None:
         while not done.wait(PROGRESS_EVERY_S):
             where = _build_progress(log_file)
-            progress(f"    {step.stage}: {_clock(time.monotonic() - started)}"
-                     + (f", {where}" if where else ""))  # fmt: skip
+            progress(
+                f"    {step.stage}: {_clock(time.monotonic() - started)}"
+                + (f", {where}" if where else "")
+            )
 
     reporter = threading.Thread(target=report, name="hil-sdk-progress", daemon=True)
     reporter.start()
@@ -243,8 +268,9 @@ def _write_version(plan: SdkPlan) -> None:
     (plan.prefix / "version.txt").write_text(f"{sources.executorch_version(et)}\n{commit}\n")
 
 
-def _record(plan: SdkPlan, device: str | None, seconds: dict[str, float], total: float
-            ) -> dict[str, object]:  # fmt: skip
+def _record(
+    plan: SdkPlan, device: str | None, seconds: dict[str, float], total: float
+) -> dict[str, object]:
     et = plan.sources.executorch
     return {
         "key": plan.key,

@@ -21,12 +21,14 @@ from pathlib import Path
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "pip-out", "buck-out", "arm_test", ".hil"})
 SKIPPED_PREFIXES = ("cmake-out",)
 SKIPPED_PATHS = (
-    Path("examples/arm/arm-scratch"), Path("examples/arm/ethos-u-scratch"),
+    Path("examples/arm/arm-scratch"),
+    Path("examples/arm/ethos-u-scratch"),
     # ExecuTorch's build compiles flatcc's host tools into the flatcc checkout itself: without
     # these, every build would change the tree it was keyed by (measured: the second call of
     # `hil sdk build` rebuilt)
-    Path("third-party/flatcc/bin"), Path("third-party/flatcc/lib"),
-)  # fmt: skip
+    Path("third-party/flatcc/bin"),
+    Path("third-party/flatcc/lib"),
+)
 
 
 def _files(root: Path) -> Iterator[Path]:
@@ -34,10 +36,12 @@ def _files(root: Path) -> Iterator[Path]:
         here = Path(folder)
         relative = here.relative_to(root)
         dirs[:] = sorted(
-            d for d in dirs
-            if d not in SKIPPED_DIRS and not d.startswith(SKIPPED_PREFIXES)
+            d
+            for d in dirs
+            if d not in SKIPPED_DIRS
+            and not d.startswith(SKIPPED_PREFIXES)
             and relative / d not in SKIPPED_PATHS
-        )  # fmt: skip
+        )
         for name in sorted(names):
             if not name.endswith(".pyc"):
                 yield here / name

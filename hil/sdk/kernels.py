@@ -36,8 +36,9 @@ PORTABLE_YAML = Path("kernels/portable/functions.yaml")
 QUANTIZED_YAML = Path("kernels/quantized/quantized.yaml")
 CORTEX_M_YAML = Path("backends/cortex_m/ops/operators.yaml")
 PRIM_OPS = Path("kernels/prim_ops/register_prim_ops.cpp")
-PRIM_ARRAY = re.compile(r"static\s+Kernel\s+prim_ops\s*\[\s*\]\s*=\s*\{(.*?)^\};",
-                        re.DOTALL | re.MULTILINE)  # fmt: skip
+PRIM_ARRAY = re.compile(
+    r"static\s+Kernel\s+prim_ops\s*\[\s*\]\s*=\s*\{(.*?)^\};", re.DOTALL | re.MULTILINE
+)
 PRIM_NAME = re.compile(r'Kernel\s*\(\s*"([^"]+)"')
 LIBRARIES = ("portable", "quantized", "cortex_m", "prim")
 # Programs that need no portable kernel (an NPU-only model) still get a selective build:
@@ -73,18 +74,22 @@ class Selection:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "portable": list(self.portable), "registered": list(self.registered),
-            "unavailable": list(self.unavailable), "max_kernel_num": self.max_kernel_num,
+            "portable": list(self.portable),
+            "registered": list(self.registered),
+            "unavailable": list(self.unavailable),
+            "max_kernel_num": self.max_kernel_num,
             "sources": list(self.sources),
-        }  # fmt: skip
+        }
 
 
 def _yaml_entries(path: Path) -> list[dict[str, Any]]:
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
-        raise SdkSourceMissing(f"cannot read ExecuTorch's kernel list {path}: {e}",
-                               fix="pass --executorch a complete checkout") from e  # fmt: skip
+        raise SdkSourceMissing(
+            f"cannot read ExecuTorch's kernel list {path}: {e}",
+            fix="pass --executorch a complete checkout",
+        ) from e
     return [e for e in data or () if isinstance(e, dict)]
 
 
@@ -111,8 +116,10 @@ def _kernels(path: Path) -> dict[str, int]:
 def _prim_ops(path: Path) -> dict[str, int]:
     found = PRIM_ARRAY.search(path.read_text()) if path.is_file() else None
     if found is None:
-        raise SdkSourceMissing(f"no prim_ops table in {path}: an ExecuTorch hil does not know",
-                               fix="use an ExecuTorch 1.x checkout")  # fmt: skip
+        raise SdkSourceMissing(
+            f"no prim_ops table in {path}: an ExecuTorch hil does not know",
+            fix="use an ExecuTorch 1.x checkout",
+        )
     counts: dict[str, int] = {}
     for name in PRIM_NAME.findall(found.group(1)):
         counts[name] = counts.get(name, 0) + 1
@@ -121,12 +128,14 @@ def _prim_ops(path: Path) -> dict[str, int]:
 
 def catalogue(executorch: Path) -> Catalogue:
     """What the tree's libraries register (read from its kernel yaml files)."""
-    return Catalogue({
-        "portable": _kernels(executorch / PORTABLE_YAML),
-        "quantized": _kernels(executorch / QUANTIZED_YAML),
-        "cortex_m": _kernels(executorch / CORTEX_M_YAML),
-        "prim": _prim_ops(executorch / PRIM_OPS),
-    })  # fmt: skip
+    return Catalogue(
+        {
+            "portable": _kernels(executorch / PORTABLE_YAML),
+            "quantized": _kernels(executorch / QUANTIZED_YAML),
+            "cortex_m": _kernels(executorch / CORTEX_M_YAML),
+            "prim": _prim_ops(executorch / PRIM_OPS),
+        }
+    )
 
 
 def program_operators(pte: Path) -> set[str]:
@@ -136,8 +145,9 @@ def program_operators(pte: Path) -> set[str]:
     except OSError as e:
         raise UsageError(f"cannot read {pte}: {e}") from e
     except NotAProgram as e:
-        raise UsageError(f"{pte} is not an ExecuTorch program: {e.message}",
-                         fix="pass .pte files to --ops-from") from e  # fmt: skip
+        raise UsageError(
+            f"{pte} is not an ExecuTorch program: {e.message}", fix="pass .pte files to --ops-from"
+        ) from e
 
 
 def select(cat: Catalogue, used: Iterable[str], sources: Iterable[str] = ()) -> Selection:
@@ -154,8 +164,7 @@ def select(cat: Catalogue, used: Iterable[str], sources: Iterable[str] = ()) -> 
     size = sum(cat.libraries["portable"][op] for op in portable) + sum(
         sum(cat.libraries[lib].values()) for lib in whole
     )
-    return Selection(tuple(portable), tuple(registered), tuple(unavailable), size,
-                     tuple(sources))  # fmt: skip
+    return Selection(tuple(portable), tuple(registered), tuple(unavailable), size, tuple(sources))
 
 
 def built_registrations(build_tree: Path, cat: Catalogue) -> dict[str, list[str]]:
@@ -168,7 +177,9 @@ def built_registrations(build_tree: Path, cat: Catalogue) -> dict[str, list[str]
             if library == "portable":
                 raise SdkBuildFailed(
                     f"the ExecuTorch build in {build_tree} made no {relative}: the selective "
-                    "build did not run", fix="see the build log beside the SDK")  # fmt: skip
+                    "build did not run",
+                    fix="see the build log beside the SDK",
+                )
             continue
         data = yaml.safe_load(lists[0].read_text()) or {}
         found[library] = sorted((data.get("operators") or {}).keys())
@@ -184,16 +195,25 @@ def built_kernel_count(registrations: Mapping[str, list[str]], cat: Catalogue) -
     return total
 
 
-def write_kernel_list(path: Path, registrations: Mapping[str, list[str]], size: int,
-                      cat: Catalogue, rebuild: str) -> None:  # fmt: skip
+def write_kernel_list(
+    path: Path, registrations: Mapping[str, list[str]], size: int, cat: Catalogue, rebuild: str
+) -> None:
     """kernels.json: what the SDK registers, what its ExecuTorch could have registered, and
     the command that builds it again (with more programs)."""
     operators = sorted({op for ops in registrations.values() for op in ops})
     available = sorted({op for ops in cat.libraries.values() for op in ops})
-    path.write_text(json.dumps({
-        "operators": operators, "by_library": dict(registrations), "max_kernel_num": size,
-        "available": available, "rebuild": rebuild,
-    }, indent=1))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "operators": operators,
+                "by_library": dict(registrations),
+                "max_kernel_num": size,
+                "available": available,
+                "rebuild": rebuild,
+            },
+            indent=1,
+        )
+    )
 
 
 def read_kernel_list(path: Path) -> KernelList | None:

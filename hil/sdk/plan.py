@@ -91,9 +91,13 @@ class SdkPlan:
 
 
 def executorch_options(
-    board: SdkBoard, sources: Sources, selection: Selection, tools: Tools, prefix: Path,
+    board: SdkBoard,
+    sources: Sources,
+    selection: Selection,
+    tools: Tools,
+    prefix: Path,
     ethos_sdk: Path | None,
-) -> dict[str, str]:  # fmt: skip
+) -> dict[str, str]:
     et = sources.executorch
     options = {
         "CMAKE_TOOLCHAIN_FILE": str(et / TOOLCHAIN_FILE),
@@ -136,11 +140,19 @@ def driver_options(board: SdkBoard, sources: Sources) -> dict[str, str]:
     }
 
 
-def _configure(tools: Tools, source: Path, build: Path, options: Mapping[str, str]
-               ) -> tuple[str, ...]:  # fmt: skip
+def _configure(
+    tools: Tools, source: Path, build: Path, options: Mapping[str, str]
+) -> tuple[str, ...]:
     generator = ("-G", "Ninja") if tools.ninja else ("-G", "Unix Makefiles")
-    return (tools.cmake, "-S", str(source), "-B", str(build), *generator,
-            *(f"-D{k}={v}" for k, v in options.items()))  # fmt: skip
+    return (
+        tools.cmake,
+        "-S",
+        str(source),
+        "-B",
+        str(build),
+        *generator,
+        *(f"-D{k}={v}" for k, v in options.items()),
+    )
 
 
 def _abstract(options: Mapping[str, str], places: Mapping[str, Path]) -> dict[str, str]:
@@ -168,8 +180,12 @@ def make_plan(
     ethos_sdk = build_placeholder / "ethos-u" if board.npu else None
     et_options = executorch_options(board, sources, selection, tools, placeholder, ethos_sdk)
     drv_options = driver_options(board, sources) if board.npu else {}
-    places = {**sources.trees(), "sdk": placeholder, "flatc": tools.flatc,
-              "python": Path(tools.python)}  # fmt: skip
+    places = {
+        **sources.trees(),
+        "sdk": placeholder,
+        "flatc": tools.flatc,
+        "python": Path(tools.python),
+    }
     material: dict[str, Any] = {
         "board": {"name": board.name, "cpu": board.cpu, "npu": board.npu},
         "trees": dict(sorted(digests.items())),
@@ -191,20 +207,28 @@ def make_plan(
         return {k: v.replace(str(placeholder), str(prefix)) for k, v in options.items()}
 
     steps = [
-        Step("configure ExecuTorch", _configure(tools, sources.executorch, build / "executorch",
-                                                real(et_options))),
-        Step("build ExecuTorch", (tools.cmake, "--build", str(build / "executorch"),
-                                  "--parallel", str(jobs))),
+        Step(
+            "configure ExecuTorch",
+            _configure(tools, sources.executorch, build / "executorch", real(et_options)),
+        ),
+        Step(
+            "build ExecuTorch",
+            (tools.cmake, "--build", str(build / "executorch"), "--parallel", str(jobs)),
+        ),
         Step("install ExecuTorch", (tools.cmake, "--install", str(build / "executorch"))),
-    ]  # fmt: skip
+    ]
     if board.npu and sources.ethos_u_driver is not None:
         driver_build = build / "ethos-u-driver"
         steps += [
-            Step(f"configure the Ethos-U driver ({board.npu})",
-                 _configure(tools, sources.ethos_u_driver, driver_build, drv_options)),
-            Step("build the Ethos-U driver", (tools.cmake, "--build", str(driver_build),
-                                              "--parallel", str(jobs))),
-        ]  # fmt: skip
+            Step(
+                f"configure the Ethos-U driver ({board.npu})",
+                _configure(tools, sources.ethos_u_driver, driver_build, drv_options),
+            ),
+            Step(
+                "build the Ethos-U driver",
+                (tools.cmake, "--build", str(driver_build), "--parallel", str(jobs)),
+            ),
+        ]
     return SdkPlan(key, board, sources, selection, prefix, build, tuple(steps), material)
 
 

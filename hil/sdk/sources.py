@@ -37,8 +37,10 @@ SUBMODULES = (
     "third-party/json",
     "backends/xnnpack/third-party/FXdiv",
 )
-DELEGATE_SOURCES = ("backends/arm/runtime/EthosUBackend.cpp",
-                    "backends/arm/runtime/EthosUBackend_Cortex_M.cpp")  # fmt: skip
+DELEGATE_SOURCES = (
+    "backends/arm/runtime/EthosUBackend.cpp",
+    "backends/arm/runtime/EthosUBackend_Cortex_M.cpp",
+)
 DRIVER_CALL = re.compile(r"\b((?:ethosu|ETHOSU_PMU)_\w+)\s*\(")
 WEAK_DECLARATION = re.compile(r"__attribute__\s*\(\(\s*weak\s*\)\)[^;{(]*?\b(ethosu_\w+)\s*\(")
 CMSIS_NN_PIN = re.compile(r'set\(\s*CMSIS_NN_VERSION\s+"([0-9a-f]{7,40})"')
@@ -77,8 +79,9 @@ def git_commit(tree: Path) -> str | None:
     """The checkout's commit, when the tree is a git work tree (None for an unpacked archive)."""
     if not (tree / ".git").exists() or shutil.which("git") is None:
         return None
-    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, timeout=30)  # fmt: skip
+    done = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
+    )
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
@@ -133,16 +136,19 @@ def check(sources: Sources, board: SdkBoard, cmake_version: tuple[int, int] | No
 
 def _executorch_problems(tree: Path) -> Iterable[Problem]:
     if not (tree / "CMakeLists.txt").is_file() or not (tree / "runtime").is_dir():
-        yield Problem(f"{tree} is not an ExecuTorch checkout (no CMakeLists.txt and runtime/)",
-                      "pass --executorch the folder of `git clone https://github.com/pytorch/"
-                      "executorch` (the version of the installed package)")  # fmt: skip
+        yield Problem(
+            f"{tree} is not an ExecuTorch checkout (no CMakeLists.txt and runtime/)",
+            "pass --executorch the folder of `git clone https://github.com/pytorch/"
+            "executorch` (the version of the installed package)",
+        )
         return
     for needed in (PRESET_FILE, TOOLCHAIN_FILE):
         if not (tree / needed).is_file():
-            yield Problem(f"{tree} has no {needed}: an ExecuTorch too old for hil's bare-metal "
-                          "build (the Arm bare-metal preset arrived in 1.0)",
-                          "check out ExecuTorch 1.0 or newer (the installed package's "
-                          "version is best)")  # fmt: skip
+            yield Problem(
+                f"{tree} has no {needed}: an ExecuTorch too old for hil's bare-metal "
+                "build (the Arm bare-metal preset arrived in 1.0)",
+                "check out ExecuTorch 1.0 or newer (the installed package's version is best)",
+            )
     for sub in SUBMODULES:
         folder = tree / sub
         if not folder.is_dir() or not any(folder.iterdir()):
@@ -157,19 +163,22 @@ def _cmsis_nn_problems(tree: Path, executorch: Path) -> Iterable[Problem]:
         return
     pin = cmsis_nn_pin(executorch)
     at = f" && git -C CMSIS-NN checkout {pin}" if pin else ""
-    yield Problem(f"no CMSIS-NN at {tree} (Include/arm_nnfunctions.h and CMakeLists.txt): the "
-                  "cortex_m kernels are built on it",
-                  f"git clone https://github.com/ARM-software/CMSIS-NN{at}, then pass "
-                  "--cmsis-nn CMSIS-NN")  # fmt: skip
+    yield Problem(
+        f"no CMSIS-NN at {tree} (Include/arm_nnfunctions.h and CMakeLists.txt): the "
+        "cortex_m kernels are built on it",
+        f"git clone https://github.com/ARM-software/CMSIS-NN{at}, then pass --cmsis-nn CMSIS-NN",
+    )
 
 
 def _driver_problems(sources: Sources, board: SdkBoard) -> Iterable[Problem]:
     driver, cmsis = sources.ethos_u_driver, sources.cmsis
     if driver is None or cmsis is None or board.npu is None:
         return
-    clone = ("git clone https://gitlab.arm.com/artificial-intelligence/ethos-u/"
-             "ethos-u-core-driver, then pass --ethos-u-driver ethos-u-core-driver (or run "
-             "ExecuTorch's examples/arm/setup.sh)")  # fmt: skip
+    clone = (
+        "git clone https://gitlab.arm.com/artificial-intelligence/ethos-u/"
+        "ethos-u-core-driver, then pass --ethos-u-driver ethos-u-core-driver (or run "
+        "ExecuTorch's examples/arm/setup.sh)"
+    )
     headers = sorted((driver / "include").glob("*.h"))
     if not headers or not (driver / "CMakeLists.txt").is_file():
         yield Problem(
@@ -179,8 +188,11 @@ def _driver_problems(sources: Sources, board: SdkBoard) -> Iterable[Problem]:
         )
     else:
         declared = "\n".join(h.read_text(errors="replace") for h in headers)
-        missing = [call for call in sorted(driver_calls(sources.executorch))
-                   if not re.search(rf"\b{call}\s*\(", declared)]  # fmt: skip
+        missing = [
+            call
+            for call in sorted(driver_calls(sources.executorch))
+            if not re.search(rf"\b{call}\s*\(", declared)
+        ]
         if missing:
             yield Problem(
                 f"the Ethos-U driver at {driver} is too old: its headers declare no "
@@ -192,14 +204,18 @@ def _driver_problems(sources: Sources, board: SdkBoard) -> Iterable[Problem]:
         family = "u85" if board.npu_arch == "u85" else "u55_u65"
         device = driver / "src" / f"ethosu_device_{family}.c"
         if not device.is_file():
-            yield Problem(f"the Ethos-U driver at {driver} has no {device.name}: it cannot "
-                          f"drive the {board.npu}", "pass a driver release that supports it "
-                          "(the U85 arrived in 24.05)")  # fmt: skip
+            yield Problem(
+                f"the Ethos-U driver at {driver} has no {device.name}: it cannot "
+                f"drive the {board.npu}",
+                "pass a driver release that supports it (the U85 arrived in 24.05)",
+            )
     if not (cmsis / "CMSIS" / "Core" / "Include" / "cmsis_compiler.h").is_file():
-        yield Problem(f"no CMSIS core headers at {cmsis} (CMSIS/Core/Include/cmsis_compiler.h): "
-                      "the Ethos-U driver includes them",
-                      "git clone https://github.com/ARM-software/CMSIS_6 (or CMSIS_5), then "
-                      "pass --cmsis that folder")  # fmt: skip
+        yield Problem(
+            f"no CMSIS core headers at {cmsis} (CMSIS/Core/Include/cmsis_compiler.h): "
+            "the Ethos-U driver includes them",
+            "git clone https://github.com/ARM-software/CMSIS_6 (or CMSIS_5), then "
+            "pass --cmsis that folder",
+        )
 
 
 def driver_calls(executorch: Path) -> set[str]:
@@ -219,17 +235,32 @@ def driver_calls(executorch: Path) -> set[str]:
 
 
 def _compiler_problems(board: SdkBoard) -> Iterable[Problem]:
-    install = ("apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi "
-               "libstdc++-arm-none-eabi-newlib (or Arm GNU Toolchain 13+ on PATH)")  # fmt: skip
+    install = (
+        "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi "
+        "libstdc++-arm-none-eabi-newlib (or Arm GNU Toolchain 13+ on PATH)"
+    )
     for tool in ("arm-none-eabi-gcc", "arm-none-eabi-g++"):
         if shutil.which(tool) is None:
             yield Problem(f"{tool} is not on PATH", install)
             return
     probe = subprocess.run(
-        ["arm-none-eabi-gcc", f"-mcpu={board.gcc_cpu}", "-mthumb", "-mfloat-abi=hard",
-         "-x", "c", "-c", "-o", "/dev/null", "-"],
-        input="int hil_probe;\n", capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            "arm-none-eabi-gcc",
+            f"-mcpu={board.gcc_cpu}",
+            "-mthumb",
+            "-mfloat-abi=hard",
+            "-x",
+            "c",
+            "-c",
+            "-o",
+            "/dev/null",
+            "-",
+        ],
+        input="int hil_probe;\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if probe.returncode != 0:
         said = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         yield Problem(
@@ -238,9 +269,17 @@ def _compiler_problems(board: SdkBoard) -> Iterable[Problem]:
         )
     for library in ("libc.a", "libstdc++.a"):
         found = subprocess.run(
-            ["arm-none-eabi-gcc", f"-mcpu={board.gcc_cpu}", "-mthumb", "-mfloat-abi=hard",
-             f"-print-file-name={library}"], capture_output=True, text=True, timeout=60,
-        ).stdout.strip()  # fmt: skip
+            [
+                "arm-none-eabi-gcc",
+                f"-mcpu={board.gcc_cpu}",
+                "-mthumb",
+                "-mfloat-abi=hard",
+                f"-print-file-name={library}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.strip()
         if not Path(found).is_absolute():
             yield Problem(
                 f"arm-none-eabi-gcc has no {library} for {board.gcc_cpu} (newlib)", install

@@ -63,8 +63,10 @@ class Sdk:
 
     def describe(self) -> str:
         kernels = self.record.get("kernels", {})
-        return (f"{self.prefix} ({self.board}, ExecuTorch {self.record.get('version', '?')}, "
-                f"{len(kernels.get('registered', []))} operators)")  # fmt: skip
+        return (
+            f"{self.prefix} ({self.board}, ExecuTorch {self.record.get('version', '?')}, "
+            f"{len(kernels.get('registered', []))} operators)"
+        )
 
 
 def read_sdk(prefix: Path) -> Sdk | None:

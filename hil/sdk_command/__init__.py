@@ -21,11 +21,12 @@ def add_parser(commands: Any) -> None:
     sdk = commands.add_parser("sdk", help="ExecuTorch built for a board's CPU (and NPU)")
     sdk_commands = sdk.add_subparsers(dest="sdk_command", required=True)
     build = sdk_commands.add_parser(
-        "build", help="build ExecuTorch and the Ethos-U driver for a board from your checkouts",
+        "build",
+        help="build ExecuTorch and the Ethos-U driver for a board from your checkouts",
         description="Check the source trees, choose the kernels from the programs the board "
         "runs, and build, install and record an SDK in .hil/sdk/ (HIL_SDK_DIR) that the "
         "board's runner links by itself. Nothing is downloaded.",
-    )  # fmt: skip
+    )
     build.add_argument(
         "--executorch",
         type=Path,
@@ -122,12 +123,14 @@ def run_build(args: argparse.Namespace) -> int:
     from hil.devices import DeviceRegistry, default_device_dirs
     from hil.sdk import build, sources
 
-    dirs = [Path(d) for d in args.devices] if getattr(args, "devices", None) else (
-        default_device_dirs())  # fmt: skip
+    dirs = (
+        [Path(d) for d in args.devices]
+        if getattr(args, "devices", None)
+        else (default_device_dirs())
+    )
     registry = DeviceRegistry.from_dirs(dirs)
     board, spec = resolve_board(args.board, registry)
-    trees = sources.resolve(board, args.executorch, args.cmsis_nn, args.ethos_u_driver,
-                            args.cmsis)  # fmt: skip
+    trees = sources.resolve(board, args.executorch, args.cmsis_nn, args.ethos_u_driver, args.cmsis)
     # The trees and tools first: a missing piece must not wait behind minutes of export.
     _, cmake_version = sources.cmake_binary()
     sources.check(trees, board, cmake_version)
@@ -148,8 +151,9 @@ def run_build(args: argparse.Namespace) -> int:
             print(f"# {step.stage}\n{' '.join(step.command)}")
         print(f"# SDK: {plan.prefix}")
         return 0
-    done = build.build_sdk(plan, _say, device=board.device, force=args.force,
-                           keep_build=args.keep_build)  # fmt: skip
+    done = build.build_sdk(
+        plan, _say, device=board.device, force=args.force, keep_build=args.keep_build
+    )
     if not done.built_now:
         _say(f"already built: {done.sdk.prefix}")
     _say(
@@ -165,8 +169,10 @@ def _programs(args: argparse.Namespace, device: str) -> list[Path]:
     """The .pte files given, and those of the suites given (default: ./suites)."""
     items = args.ops_from or ([SUITES] if Path(SUITES).is_dir() else [])
     if not items:
-        raise UsageError("no programs to choose kernels from: ./suites is not here",
-                         fix="pass --ops-from with .pte files or a test folder")  # fmt: skip
+        raise UsageError(
+            "no programs to choose kernels from: ./suites is not here",
+            fix="pass --ops-from with .pte files or a test folder",
+        )
     ptes = [Path(i) for i in items if i.endswith(".pte")]
     for pte in ptes:
         if not pte.is_file():

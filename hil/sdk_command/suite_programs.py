@@ -41,13 +41,22 @@ class SuitePrograms:
     checks: int
 
 
-def collect_checks(paths: Sequence[str], device: str, extra_args: Sequence[str] = ()
-                   ) -> list[tuple[Any, str, str]]:  # fmt: skip
+def collect_checks(
+    paths: Sequence[str], device: str, extra_args: Sequence[str] = ()
+) -> list[tuple[Any, str, str]]:
     import pytest
 
     collector = _Collector()
-    args = [*paths, f"--target={device}", "--collect-only", "-qq", "-p", "no:cacheprovider",
-            "--hil-export-workers=0", *extra_args]  # fmt: skip
+    args = [
+        *paths,
+        f"--target={device}",
+        "--collect-only",
+        "-qq",
+        "-p",
+        "no:cacheprovider",
+        "--hil-export-workers=0",
+        *extra_args,
+    ]
     code = pytest.main(args, plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise UsageError(
@@ -57,17 +66,22 @@ def collect_checks(paths: Sequence[str], device: str, extra_args: Sequence[str] 
     return collector.checks
 
 
-def suite_programs(paths: Sequence[str], device: str, progress: Progress,
-                   extra_args: Sequence[str] = ()) -> SuitePrograms:  # fmt: skip
+def suite_programs(
+    paths: Sequence[str], device: str, progress: Progress, extra_args: Sequence[str] = ()
+) -> SuitePrograms:
     """Export (or find in the cache) every program the suite at `paths` runs on `device`."""
     from hil.session import Session
 
     checks = collect_checks(paths, device, extra_args)
     if not checks:
-        raise UsageError(f"{' '.join(paths)} has no hil checks for --target={device}",
-                         fix="pass the suite folder, or .pte files, to --ops-from")  # fmt: skip
-    progress(f"{len(checks)} checks of {' '.join(paths)} on {device}: exporting their programs "
-             "(cached ones are read)")  # fmt: skip
+        raise UsageError(
+            f"{' '.join(paths)} has no hil checks for --target={device}",
+            fix="pass the suite folder, or .pte files, to --ops-from",
+        )
+    progress(
+        f"{len(checks)} checks of {' '.join(paths)} on {device}: exporting their programs "
+        "(cached ones are read)"
+    )
     programs: dict[Path, None] = {}
     failed: list[tuple[str, str]] = []
     with Session(progress=progress) as session:

@@ -83,17 +83,25 @@ class References:
                         fix="free memory and run again; not a fact about the model",
                     ) from e
                 first = (str(e).strip().splitlines() or [""])[0][:200]
-                self._eager[name] = Reference((), None, unavailable=(
-                    f"eager PyTorch cannot run the model on these inputs ({type(e).__name__}: "
-                    f"{first}), so there is nothing to compare the target with"))  # fmt: skip
+                self._eager[name] = Reference(
+                    (),
+                    None,
+                    unavailable=(
+                        f"eager PyTorch cannot run the model on these inputs ({type(e).__name__}: "
+                        f"{first}), so there is nothing to compare the target with"
+                    ),
+                )
                 return self._eager[name]
-            written = tuple(to_array(a) for a in args
-                            if isinstance(a, torch.Tensor) and a._version > 0)  # fmt: skip
+            written = tuple(
+                to_array(a) for a in args if isinstance(a, torch.Tensor) and a._version > 0
+            )
             bf16 = frozenset(i for i, t in enumerate(tensors) if t.dtype == torch.bfloat16)
             self._eager[name] = Reference(
-                tuple(to_array(t) for t in tensors), time_eager(built, EAGER_SHOWN_POLICY),
-                written=written, bf16_outputs=bf16,
-            )  # fmt: skip
+                tuple(to_array(t) for t in tensors),
+                time_eager(built, EAGER_SHOWN_POLICY),
+                written=written,
+                bf16_outputs=bf16,
+            )
         return self._eager[name]
 
     def artifact(self, built: BuiltCase, recipe: Recipe, *, export: bool = True) -> Artifact:

@@ -171,9 +171,8 @@ class Session:
         if count < 1 or self._ahead is not None:
             return
         exports = [
-            e for e in plan(checks, self._export_source)
-            if not self.cache.probably_cached(e.source)
-        ]  # fmt: skip
+            e for e in plan(checks, self._export_source) if not self.cache.probably_cached(e.source)
+        ]
         if len(exports) < 2:  # a warm run forks nothing
             return
         self._ahead = ExportPool(
@@ -212,8 +211,11 @@ class Session:
         policy = case.timing or spec.latency.policy
         windows = 1
         if budget is not None and budget.kind is BudgetKind.VS_EAGER and not reference.unavailable:
-            timed = run_beside_eager(lambda: device.run(deployment, built.inputs, policy),
-                                     lambda: time_eager(built), budget)  # fmt: skip
+            timed = run_beside_eager(
+                lambda: device.run(deployment, built.inputs, policy),
+                lambda: time_eager(built),
+                budget,
+            )
             run, windows = timed.run, timed.windows
             reference = replace(reference, beside=timed.eager)
         else:
@@ -269,9 +271,15 @@ class Session:
         from hil.explain.dispatch import explain_check
 
         self.progress(f"{built.case.name} on {spec.name}: looking for the first divergent operator")
-        divergence, why = explain_check(built, artifact, recipe, spec,
-                                        self.results_dir / "explain" / name,
-                                        self.cache.root / "shared", result.log)  # fmt: skip
+        divergence, why = explain_check(
+            built,
+            artifact,
+            recipe,
+            spec,
+            self.results_dir / "explain" / name,
+            self.cache.root / "shared",
+            result.log,
+        )
         if divergence is not None:
             path = self.results_dir / "node-errors" / f"{name}.json"
             path.parent.mkdir(parents=True, exist_ok=True)

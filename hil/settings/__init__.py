@@ -19,8 +19,14 @@ from hil.settings.ssh import SshSettings
 Settings = HostSettings | ReferenceSettings | SerialSettings | SshSettings | FvpSettings
 
 
-def parse_settings(kind: TargetKind, section: Section, *, device: str, npu: str | None,
-                   accelerators: Sequence[str | None]) -> Settings:  # fmt: skip
+def parse_settings(
+    kind: TargetKind,
+    section: Section,
+    *,
+    device: str,
+    npu: str | None,
+    accelerators: Sequence[str | None],
+) -> Settings:
     """The connection section of a device of `kind`, typed."""
     if kind is TargetKind.HOST:
         return HostSettings.parse(section)
@@ -44,6 +50,14 @@ def lab_settings(settings: Settings) -> LabSettings | None:
 
 
 __all__ = [
-    "FvpSettings", "HostSettings", "LabSettings", "ReferenceSettings", "Section",
-    "SerialSettings", "Settings", "SshSettings", "lab_settings", "parse_settings",
-]  # fmt: skip
+    "FvpSettings",
+    "HostSettings",
+    "LabSettings",
+    "ReferenceSettings",
+    "Section",
+    "SerialSettings",
+    "Settings",
+    "SshSettings",
+    "lab_settings",
+    "parse_settings",
+]

@@ -11,15 +11,17 @@ from hil.settings.reader import Section
 LINK_KEYS = ("reply_timeout_s", "bytes_per_s", "run_timeout_s", "retries")
 # firmware/CMakePresets.json: preset -> (the compiler that identifies its toolchain, whether it
 # links the executorch wheel's host libraries)
-FIRMWARE_PRESETS: Mapping[str, tuple[str, bool]] = MappingProxyType({
-    "host": ("c++", True),
-    "linux-aarch64": ("aarch64-linux-gnu-g++", True),
-    "cortex-m55": ("arm-none-eabi-gcc", False),
-    "corstone-300": ("arm-none-eabi-gcc", False),
-    "corstone-320": ("arm-none-eabi-gcc", False),
-    "corstone-300-board": ("arm-none-eabi-gcc", False),
-    "corstone-320-board": ("arm-none-eabi-gcc", False),
-})  # fmt: skip
+FIRMWARE_PRESETS: Mapping[str, tuple[str, bool]] = MappingProxyType(
+    {
+        "host": ("c++", True),
+        "linux-aarch64": ("aarch64-linux-gnu-g++", True),
+        "cortex-m55": ("arm-none-eabi-gcc", False),
+        "corstone-300": ("arm-none-eabi-gcc", False),
+        "corstone-320": ("arm-none-eabi-gcc", False),
+        "corstone-300-board": ("arm-none-eabi-gcc", False),
+        "corstone-320-board": ("arm-none-eabi-gcc", False),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -88,12 +90,17 @@ class FlashStep:
         flash = section.section("flash")
         flash.reject_unknown(("command", "timeout_s", "labgrid"))
         if flash.has("command") == flash.has("labgrid"):
-            section.fail(section.key("flash"), "{command: [...]} or {labgrid: {config, target, "
-                         "driver}}", section.data.get("flash"))  # fmt: skip
+            section.fail(
+                section.key("flash"),
+                "{command: [...]} or {labgrid: {config, target, driver}}",
+                section.data.get("flash"),
+            )
         if flash.has("command"):
             return cls(flash.strings("command"), float(flash.positive("timeout_s", 300.0)))
         lab = flash.section("labgrid")
         lab.reject_unknown(("config", "target", "driver"))
-        return cls(labgrid_config=lab.get("config", str),
-                   labgrid_target=lab.get("target", str, "main"),
-                   labgrid_driver=lab.get("driver", str, "OpenOCDDriver"))  # fmt: skip
+        return cls(
+            labgrid_config=lab.get("config", str),
+            labgrid_target=lab.get("target", str, "main"),
+            labgrid_driver=lab.get("driver", str, "OpenOCDDriver"),
+        )

@@ -40,9 +40,22 @@ DOCS = "README.md 'Setting up an FVP'"
 # without a word (ExecuTorch's FVP runner refuses longer ones for that reason).
 SEMIHOSTING_CMDLINE_MAX = 255
 PROGRAM_NAME = "hil-runner"
-KEYS = ("platform", "num_macs", "mode", "time_limit_s", "stat", "fvp_dir", "firmware", "engine",
-        "runner_args", "params", "boot_timeout_s", *LINK_KEYS, "baudrate",
-        "model_load")  # fmt: skip
+KEYS = (
+    "platform",
+    "num_macs",
+    "mode",
+    "time_limit_s",
+    "stat",
+    "fvp_dir",
+    "firmware",
+    "engine",
+    "runner_args",
+    "params",
+    "boot_timeout_s",
+    *LINK_KEYS,
+    "baudrate",
+    "model_load",
+)
 
 
 class Mode(enum.StrEnum):
@@ -80,11 +93,14 @@ class FvpSettings:
         return self.mode is Mode.FAST
 
     @classmethod
-    def parse(cls, section: Section, *, device: str, npu: str | None,
-              accelerators: Sequence[str | None]) -> FvpSettings:  # fmt: skip
+    def parse(
+        cls, section: Section, *, device: str, npu: str | None, accelerators: Sequence[str | None]
+    ) -> FvpSettings:
         section.reject_unknown(KEYS)
-        platform = PLATFORMS[section.choice("platform", tuple(PLATFORMS), None) or _missing(
-            section, "platform", tuple(PLATFORMS))]  # fmt: skip
+        platform = PLATFORMS[
+            section.choice("platform", tuple(PLATFORMS), None)
+            or _missing(section, "platform", tuple(PLATFORMS))
+        ]
         npu = _check_npu(section.source, platform, npu, accelerators)
         macs = npu_macs(npu)
         stated = section.data.get("num_macs", macs)
@@ -136,8 +152,9 @@ def semihosting_cmd_line(settings: FvpSettings) -> str:
     return line
 
 
-def _check_npu(source: Path, platform: FvpPlatform, npu: str | None,
-               accelerators: Sequence[str | None]) -> str:  # fmt: skip
+def _check_npu(
+    source: Path, platform: FvpPlatform, npu: str | None, accelerators: Sequence[str | None]
+) -> str:
     if npu is None or not npu.startswith(platform.npu_family + "-"):
         raise DeviceSpecError(
             f"{source}: the {platform.name} FVP models an {platform.npu_family.upper()}, "

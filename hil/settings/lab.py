@@ -30,8 +30,17 @@ from typing import Any
 from hil.settings.reader import Section
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
-KEYS = ("coordinator", "place", "tags", "token", "prio", "wait_s", "power", "power_delay_s",
-        "serial")  # fmt: skip
+KEYS = (
+    "coordinator",
+    "place",
+    "tags",
+    "token",
+    "prio",
+    "wait_s",
+    "power",
+    "power_delay_s",
+    "serial",
+)
 TAG_KEY = re.compile(r"[a-z][a-z0-9_]+\Z")  # labgrid's rule for tag names
 ENV_ONLY = re.compile(r"\$\{?(\w+)\}?\Z")
 LOCAL_KEYS = ("port", "virtual", "host")  # where the board is: the place says that instead
@@ -63,11 +72,15 @@ class LabSettings:
         raw.reject_unknown(KEYS)
         for local in LOCAL_KEYS:
             if connection.has(local):
-                connection.fail(connection.key(local), "absent: the labgrid place says where "
-                                "the board is", connection.data[local])  # fmt: skip
+                connection.fail(
+                    connection.key(local),
+                    "absent: the labgrid place says where the board is",
+                    connection.data[local],
+                )
         if raw.has("place") == raw.has("tags"):
-            connection.fail(raw.path, "exactly one of place: NAME or tags: {KEY: VALUE}",
-                            dict(raw.data))  # fmt: skip
+            connection.fail(
+                raw.path, "exactly one of place: NAME or tags: {KEY: VALUE}", dict(raw.data)
+            )
         filters: dict[str, str]
         if raw.has("place"):
             filters = {"name": str(raw.data["place"])}

@@ -19,8 +19,14 @@ def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def _describe(kind: type | tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", Mapping: "a mapping",
-             list: "a list", bool: "true or false"}  # fmt: skip
+    names = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        Mapping: "a mapping",
+        list: "a list",
+        bool: "true or false",
+    }
     return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))
 
 
@@ -100,11 +106,11 @@ class Section:
         return None if value is None else str(value)
 
     def section(self, name: str, docs: str = "") -> Section:
-        return Section(self.get(name, Mapping, {}), self.source, self.key(name),
-                       docs or self.docs)  # fmt: skip
+        return Section(self.get(name, Mapping, {}), self.source, self.key(name), docs or self.docs)
 
     def reject_unknown(self, known: tuple[str, ...]) -> None:
         for key in self.data:
             if key not in known:
-                self.fail(self.key(str(key)), "one of the known keys (" + ", ".join(known) + ")",
-                          key)  # fmt: skip
+                self.fail(
+                    self.key(str(key)), "one of the known keys (" + ", ".join(known) + ")", key
+                )

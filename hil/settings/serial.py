@@ -37,8 +37,19 @@ class ModelLoad(enum.StrEnum):
     LINK = "link"
 
 
-KEYS = ("port", "virtual", "baudrate", "firmware", "flash", "reset_command", "runner_args",
-        *LINK_KEYS, "model_load", "semihosting", "labgrid")  # fmt: skip
+KEYS = (
+    "port",
+    "virtual",
+    "baudrate",
+    "firmware",
+    "flash",
+    "reset_command",
+    "runner_args",
+    *LINK_KEYS,
+    "model_load",
+    "semihosting",
+    "labgrid",
+)
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,19 @@ class VirtualPi(enum.StrEnum):
 
 
 LOGIN = ("host", "user", "identity", "known_hosts")
-KEYS = (*LOGIN, "port", "remote_dir", "cpus", "runner_prefix", "runner_args", "ssh_options",
-        "virtual", "firmware", *LINK_KEYS, "labgrid")  # fmt: skip
+KEYS = (
+    *LOGIN,
+    "port",
+    "remote_dir",
+    "cpus",
+    "runner_prefix",
+    "runner_args",
+    "ssh_options",
+    "virtual",
+    "firmware",
+    *LINK_KEYS,
+    "labgrid",
+)
 
 
 @dataclass(frozen=True)

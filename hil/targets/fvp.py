@@ -74,24 +74,36 @@ class FvpTarget(RunnerTarget):
         """Start an FVP on the runner and handshake with it."""
         assert self._binary is not None and self._runner is not None, "provision boots"
         workdir = self._workdir()
-        command = build_command(self._config, self._binary, self._runner.binary, workdir,
-                                _free_port())  # fmt: skip
-        fvp = FvpProcess(self.spec.name, command, board_log_dir() / f"{self.spec.name}.log",
-                         workdir)  # fmt: skip
+        command = build_command(
+            self._config, self._binary, self._runner.binary, workdir, _free_port()
+        )
+        fvp = FvpProcess(
+            self.spec.name, command, board_log_dir() / f"{self.spec.name}.log", workdir
+        )
         self._fvp = fvp
         self._started = time.monotonic()
         port = fvp.start(self._config.boot_timeout_s)
-        files = None if self._config.model_load is ModelLoad.LINK else local_files(
-            required=self._config.model_load is ModelLoad.FILE)  # fmt: skip
+        files = (
+            None
+            if self._config.model_load is ModelLoad.LINK
+            else local_files(required=self._config.model_load is ModelLoad.FILE)
+        )
         try:
             link = SerialLink(f"socket://127.0.0.1:{port}", baudrate=self._config.baudrate).open()
-            info = self._connect_runner(link, FvpSite(fvp, self._config), self._config.policy,
-                                        files)  # fmt: skip
+            info = self._connect_runner(
+                link, FvpSite(fvp, self._config), self._config.policy, files
+            )
             self.log.info(
                 "%s %s on port %d: runner %s (%s, engine %s, ExecuTorch %s); log %s",
-                self._config.platform.binary, self._version, port, info.build_id, info.platform,
-                info.engine_name, info.runtime_version, fvp.log_path,
-            )  # fmt: skip
+                self._config.platform.binary,
+                self._version,
+                port,
+                info.build_id,
+                info.platform,
+                info.engine_name,
+                info.runtime_version,
+                fvp.log_path,
+            )
             echo = self._config.engine is Engine.ECHO
             self._require_engine(
                 info,
@@ -124,8 +136,11 @@ class FvpTarget(RunnerTarget):
         """A long suite must not run into the FVP's --timelimit: boot a fresh one in time."""
         if time.monotonic() - self._started < RECYCLE_AT * self._config.time_limit_s:
             return
-        self.log.info("the FVP has run %.0f s of its %.0f s time limit: starting a fresh one",
-                      time.monotonic() - self._started, self._config.time_limit_s)  # fmt: skip
+        self.log.info(
+            "the FVP has run %.0f s of its %.0f s time limit: starting a fresh one",
+            time.monotonic() - self._started,
+            self._config.time_limit_s,
+        )
         self._shutdown()
         self._boot()
 
@@ -138,8 +153,12 @@ class FvpTarget(RunnerTarget):
         if "platform" in facts:
             facts["runner_platform"] = facts.pop("platform")
         config = self._config
-        facts.update(platform=config.platform.name, npu=config.npu,
-                     num_macs=str(config.num_macs), mode=str(config.mode))  # fmt: skip
+        facts.update(
+            platform=config.platform.name,
+            npu=config.npu,
+            num_macs=str(config.num_macs),
+            mode=str(config.mode),
+        )
         if self._version:
             facts.update(fvp=config.platform.binary, fvp_version=self._version)
         return facts
@@ -156,8 +175,9 @@ class FvpTarget(RunnerTarget):
         if part is not None and part.vela is not None:
             counters["vela_npu_cycles"] = float(part.vela.npu_cycles)
         delegates = len(part.delegates) if part is not None else 0
-        report = pmu.summarize(pmu.invocations(run.log_lines), delegates, run.times.warmup,
-                               len(run.times.ticks))  # fmt: skip
+        report = pmu.summarize(
+            pmu.invocations(run.log_lines), delegates, run.times.warmup, len(run.times.ticks)
+        )
         if report.problem:
             self.log.warning("%s", report.problem)
         for name, value in report.counters.items():

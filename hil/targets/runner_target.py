@@ -54,8 +54,9 @@ class RunnerTarget(Target):
 
     # -- the runner connection -----------------------------------------------------------------
 
-    def _connect_runner(self, link: Link, site: RunnerSite, policy: LinkPolicy,
-                        files: Files | None) -> m.RunnerInfo:  # fmt: skip
+    def _connect_runner(
+        self, link: Link, site: RunnerSite, policy: LinkPolicy, files: Files | None
+    ) -> m.RunnerInfo:
         """A driver on `link` to the runner at `site`, after its handshake."""
         self._driver = RunnerDriver(self.spec.name, link, site, policy, files)
         return self._driver.hello()
@@ -87,10 +88,13 @@ class RunnerTarget(Target):
             return
         raise TargetUnavailable(
             f"{self.spec.name}: its runner ({info.build_id}) has the {info.engine_name} engine"
-            + (", which links no ExecuTorch and cannot run models"
-               if info.engine == m.ENGINE_ECHO else ""),
+            + (
+                ", which links no ExecuTorch and cannot run models"
+                if info.engine == m.ENGINE_ECHO
+                else ""
+            ),
             fix=fix,
-        )  # fmt: skip
+        )
 
     def describe(self) -> dict[str, str]:
         facts = dict(super().describe())
@@ -105,8 +109,9 @@ class RunnerTarget(Target):
         return fn()
 
     def _deploy(self, artifact: Artifact) -> Deployment:
-        sent = self._step(f"deploying {artifact.pte_path.name}",
-                          lambda: self.driver.deploy(artifact))  # fmt: skip
+        sent = self._step(
+            f"deploying {artifact.pte_path.name}", lambda: self.driver.deploy(artifact)
+        )
         if sent:
             self.log.info("sent %d bytes of %s", sent, artifact.pte_path.name)
         return Deployment(artifact.sha256, handle=artifact, bytes_sent=sent)

@@ -73,8 +73,14 @@ class SerialTarget(RunnerTarget):
         url = self.board.start()
         link = open_link(url, self._settings.baudrate)
         info = self._connect_runner(link, self.board, self._settings.policy, self._files())
-        self.log.info("runner %s on %s (%s, ExecuTorch %s, engine %s)", info.build_id, url,
-                      info.platform, info.runtime_version, info.engine_name)  # fmt: skip
+        self.log.info(
+            "runner %s on %s (%s, ExecuTorch %s, engine %s)",
+            info.build_id,
+            url,
+            info.platform,
+            info.runtime_version,
+            info.engine_name,
+        )
         return info
 
     def _files(self) -> Files | None:
@@ -98,12 +104,15 @@ class SerialTarget(RunnerTarget):
         if flasher is None:
             self.log.warning(
                 "the board runs build %s, this checkout builds %s; using it as it is "
-                "(give connection.flash to have it reflashed)", info.build_id, expected,
-            )  # fmt: skip
+                "(give connection.flash to have it reflashed)",
+                info.build_id,
+                expected,
+            )
             return info
         built = firmware.build(firmware.firmware_config(self.spec))
-        self.log.info("board runs %s, flashing %s with %s", info.build_id, built.build_id,
-                      flasher.describe())  # fmt: skip
+        self.log.info(
+            "board runs %s, flashing %s with %s", info.build_id, built.build_id, flasher.describe()
+        )
         self._disconnect_runner()
         flasher.flash(built.binary)
         if isinstance(self._board, PortBoard):
@@ -133,12 +142,16 @@ class SerialTarget(RunnerTarget):
 
     def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:
         counters = run.counters()
-        if (self._settings.virtual is VirtualBoard.QEMU_MPS3_AN547 and "cpu_cycles" in counters
-                and run.times.clock_hz):  # fmt: skip
+        if (
+            self._settings.virtual is VirtualBoard.QEMU_MPS3_AN547
+            and "cpu_cycles" in counters
+            and run.times.clock_hz
+        ):
             # -icount shift=0: one instruction per ns of QEMU's virtual time, which the SysTick
             # cycles follow at the runner's clock rate
             counters["qemu_instructions_median"] = (
-                counters["cpu_cycles"] * 1e9 / float(run.times.clock_hz))  # fmt: skip
+                counters["cpu_cycles"] * 1e9 / float(run.times.clock_hz)
+            )
         return counters
 
 

@@ -61,8 +61,9 @@ class RemoteRunner:
     restart_note = "the next case starts the runner again"
     log_label = "runner log"
 
-    def __init__(self, name: str, connection: SshConnection, process: subprocess.Popen[bytes],
-                 log_path: Path) -> None:  # fmt: skip
+    def __init__(
+        self, name: str, connection: SshConnection, process: subprocess.Popen[bytes], log_path: Path
+    ) -> None:
         self.name = name
         self.connection = connection
         self.process = process
@@ -81,8 +82,9 @@ class RemoteRunner:
         except subprocess.TimeoutExpired:
             return None
         code = self.process.returncode
-        return ("killed by a signal" if code in (255, -signal.SIGKILL)
-                else f"exited with status {code}")  # fmt: skip
+        return (
+            "killed by a signal" if code in (255, -signal.SIGKILL) else f"exited with status {code}"
+        )
 
     def explain(self, doing: str, error: InfrastructureError) -> HilError | None:
         if self.connection.alive():
@@ -140,7 +142,8 @@ class SshTarget(RunnerTarget):
         self._connection = SshConnection(self.endpoint, self.spec.name, board_log_dir())
         self._connection.connect()
         remote_dir = self._settings.remote_dir or (
-            self._emulator.remote_dir if self._emulator is not None else ".hil")  # fmt: skip
+            self._emulator.remote_dir if self._emulator is not None else ".hil"
+        )
         self._tree = RemoteTree(self._connection, remote_dir, self.spec.name)
         self._tree.prepare()
         self._stop_stale_runner()
@@ -158,22 +161,27 @@ class SshTarget(RunnerTarget):
         s = self._settings
         words = (["taskset", "-c", s.cpus] if s.cpus else []) + list(s.runner_prefix)
         words += [f"./{self.bundle.runner}", "--stdio", *s.runner_args]
-        return (f"cd {quote(self.remote.runner_dir)} && echo $$ > {quote(self._pid_file)} && "
-                "exec " + " ".join(quote(w) for w in words))  # fmt: skip
+        return (
+            f"cd {quote(self.remote.runner_dir)} && echo $$ > {quote(self._pid_file)} && "
+            "exec " + " ".join(quote(w) for w in words)
+        )
 
     def _start_runner(self) -> None:
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file: IO[bytes]
         with self._log_path.open("ab") as log_file:
-            log_file.write(f"--- starting on {self.endpoint.address}: "
-                           f"{self.runner_command()}\n".encode())  # fmt: skip
+            log_file.write(
+                f"--- starting on {self.endpoint.address}: {self.runner_command()}\n".encode()
+            )
             log_file.flush()
             process = self.connection.spawn(self.runner_command(), stderr=log_file)
         site = RemoteRunner(self.spec.name, self.connection, process, self._log_path)
         tree = self.remote
-        files = Files(lambda artifact: tree.model_path(artifact.sha256),
-                      lambda artifact: tree.put_model(artifact.pte_path, artifact.sha256),
-                      required=True)  # fmt: skip
+        files = Files(
+            lambda artifact: tree.model_path(artifact.sha256),
+            lambda artifact: tree.put_model(artifact.pte_path, artifact.sha256),
+            required=True,
+        )
         link = ProcessLink(process, f"{self.spec.name} runner")
         info = self._connect_runner(link, site, self._settings.policy, files)
         fix = "rebuild it: hil firmware build --target " + self.spec.name
@@ -185,18 +193,25 @@ class SshTarget(RunnerTarget):
                 fix=fix,
             )
         if info.build_id != self._build_id:
-            self.log.warning("the runner reports build %s, expected %s", info.build_id,
-                             self._build_id)  # fmt: skip
-        self.log.info("runner %s on %s (%s, ExecuTorch %s), pinned to %s", info.build_id,
-                      self.endpoint.address, info.platform, info.runtime_version,
-                      self._settings.cpus or "all cores")  # fmt: skip
+            self.log.warning(
+                "the runner reports build %s, expected %s", info.build_id, self._build_id
+            )
+        self.log.info(
+            "runner %s on %s (%s, ExecuTorch %s), pinned to %s",
+            info.build_id,
+            self.endpoint.address,
+            info.platform,
+            info.runtime_version,
+            self._settings.cpus or "all cores",
+        )
 
     def _stop_stale_runner(self) -> None:
         """Kill a runner this target started before (hung when its connection dropped)."""
         path = quote(self._pid_file)
         self.connection.run(
             f"p=$(cat {path} 2>/dev/null) && grep -q hil-runner /proc/$p/cmdline 2>/dev/null "
-            f"&& kill -9 $p; rm -f {path}; true")  # fmt: skip
+            f"&& kill -9 $p; rm -f {path}; true"
+        )
 
     def _teardown(self) -> None:
         self._disconnect_runner()
@@ -307,8 +322,9 @@ def real_endpoint(spec: DeviceSpec, settings: SshSettings) -> SshEndpoint:
     for key in ("host", "user", "identity", "known_hosts"):
         raw = getattr(settings, key)
         if not raw:
-            raise DeviceSpecError(f"{spec.source}: an ssh device needs connection.{key} "
-                                  "(or connection.virtual)")  # fmt: skip
+            raise DeviceSpecError(
+                f"{spec.source}: an ssh device needs connection.{key} (or connection.virtual)"
+            )
         value = os.path.expanduser(os.path.expandvars(raw))
         if "$" in value or not value:
             raise TargetUnavailable(
@@ -324,6 +340,11 @@ def real_endpoint(spec: DeviceSpec, settings: SshSettings) -> SshEndpoint:
                 "authorized_keys; known_hosts: a file holding the device's verified host key "
                 "(see README, 'A real Raspberry Pi 5')",
             )
-    return SshEndpoint(host=values["host"], port=settings.port, user=values["user"],
-                       identity=Path(values["identity"]), known_hosts=Path(values["known_hosts"]),
-                       options=settings.ssh_options)  # fmt: skip
+    return SshEndpoint(
+        host=values["host"],
+        port=settings.port,
+        user=values["user"],
+        identity=Path(values["identity"]),
+        known_hosts=Path(values["known_hosts"]),
+        options=settings.ssh_options,
+    )

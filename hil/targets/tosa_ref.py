@@ -95,8 +95,7 @@ class TosaRefTarget(Target):
         if artifact.sha256 in self._loaded:
             return Deployment(artifact.sha256)
         partition = artifact.parts.partition
-        if (partition is None or artifact.host_program is None
-                or artifact.parts.tosa_spec is None):  # fmt: skip
+        if partition is None or artifact.host_program is None or artifact.parts.tosa_spec is None:
             raise DeployError(
                 f"{artifact.pte_path} was not lowered through ExecuTorch's Arm TOSA backend "
                 f"(recipe {', '.join(self.recipe_names)})",
@@ -136,8 +135,10 @@ class TosaRefTarget(Target):
                 f"the program never called TOSA delegate(s) {', '.join(missing)}",
                 fix="the host program does not match the .pte; delete the cache entry",
             )
-        ran = (f"ran {len(runner.calls)} TOSA delegate(s) in the TOSA reference model "
-               f"({', '.join(runner.calls) or 'none'}) and the rest on the host CPU")  # fmt: skip
+        ran = (
+            f"ran {len(runner.calls)} TOSA delegate(s) in the TOSA reference model "
+            f"({', '.join(runner.calls) or 'none'}) and the rest on the host CPU"
+        )
         return self._result(tuple(to_array(t) for t in flatten_outputs(result)), loaded, ran)
 
     def _result(self, outputs: tuple[Any, ...], loaded: LoadedProgram, ran: str) -> RunResult:

@@ -80,8 +80,10 @@ class Agreement:
         if not self.differing:
             return f"{name} identical"
         unit = " steps" if self.integer else ""
-        return (f"{name} differs from its TOSA graph (max {self.max_abs:g}{unit}, "
-                f"{100 * self.differing / max(self.elements, 1):.1f} % of elements)")  # fmt: skip
+        return (
+            f"{name} differs from its TOSA graph (max {self.max_abs:g}{unit}, "
+            f"{100 * self.differing / max(self.elements, 1):.1f} % of elements)"
+        )
 
 
 @dataclass
@@ -102,8 +104,9 @@ class VgfRunner(TosaRunner):
         self.worker = worker
         self.agreement: dict[str, Agreement] = {}
 
-    def call(self, delegate: str, outputs: list[TensorSpec], inputs: Sequence[torch.Tensor]
-             ) -> list[torch.Tensor]:  # fmt: skip
+    def call(
+        self, delegate: str, outputs: list[TensorSpec], inputs: Sequence[torch.Tensor]
+    ) -> list[torch.Tensor]:
         if delegate not in self.program.scenarios:
             raise DeployError(
                 f"the program calls VGF delegate {delegate!r}, which this deployment lacks",
@@ -117,8 +120,10 @@ class VgfRunner(TosaRunner):
         ]
         results = self.worker.request(f"running VGF delegate {delegate}", "run", key, given)
         if len(results) != len(outputs):
-            raise TargetCrash(f"VGF delegate {delegate!r} returned {len(results)} outputs, "
-                              f"expected {len(outputs)}")  # fmt: skip
+            raise TargetCrash(
+                f"VGF delegate {delegate!r} returned {len(results)} outputs, "
+                f"expected {len(outputs)}"
+            )
         tosa, status, _ = run_reference_model(self.graphs[delegate], arrays)
         self.calls.append(delegate)
         seen = self.agreement.setdefault(delegate, Agreement())
@@ -176,8 +181,12 @@ class VgfEmuTarget(TosaRefTarget):
         not load or an extension missing is the machine's state, said before any case."""
         assert self._worker is not None and self._folder is not None
         try:
-            self._worker.request("probing the Vulkan device and layers", "probe",
-                                 str(self._folder), timeout_s=LOAD_TIMEOUT_S)  # fmt: skip
+            self._worker.request(
+                "probing the Vulkan device and layers",
+                "probe",
+                str(self._folder),
+                timeout_s=LOAD_TIMEOUT_S,
+            )
         except (RunRefused, TargetCrash) as e:
             raise TargetUnavailable(
                 f"the Vulkan device and layers are not usable here: {e.message}",
@@ -223,13 +232,20 @@ class VgfEmuTarget(TosaRefTarget):
         assert self._folder is not None
         program = VgfProgram(self._loaded[artifact.sha256])
         for part, vgf in zip(recorded, payloads, strict=True):
-            scenario = write_scenario(vgf, self._folder / artifact.sha256[:16] / part.name,
-                                      part.name)  # fmt: skip
+            scenario = write_scenario(
+                vgf, self._folder / artifact.sha256[:16] / part.name, part.name
+            )
             key = f"{artifact.sha256[:16]}/{part.name}"
-            worker.request(f"building VGF delegate {part.name}'s scenario", "load", key,
-                           str(scenario.path), str(scenario.folder),
-                           [s.uid for s in scenario.inputs], [s.uid for s in scenario.outputs],
-                           timeout_s=LOAD_TIMEOUT_S)  # fmt: skip
+            worker.request(
+                f"building VGF delegate {part.name}'s scenario",
+                "load",
+                key,
+                str(scenario.path),
+                str(scenario.folder),
+                [s.uid for s in scenario.inputs],
+                [s.uid for s in scenario.outputs],
+                timeout_s=LOAD_TIMEOUT_S,
+            )
             program.scenarios[part.name] = (key, scenario)
         self._programs[artifact.sha256] = program
         self.log.info("deployed %s: %d VGF delegate(s)", artifact.key[:12], len(payloads))
@@ -242,16 +258,21 @@ class VgfEmuTarget(TosaRefTarget):
             result = program.loaded.module(*fresh(inputs))
         missing = sorted(set(program.scenarios) - set(runner.calls))
         if missing:
-            raise DeployError(f"the program never called VGF delegate(s) {', '.join(missing)}",
-                              fix="the host program does not match the .pte; delete the cache "
-                              "entry")  # fmt: skip
+            raise DeployError(
+                f"the program never called VGF delegate(s) {', '.join(missing)}",
+                fix="the host program does not match the .pte; delete the cache entry",
+            )
         worst = max((a.max_abs for a in runner.agreement.values()), default=0.0)
         counters = {**program.loaded.counters, "vgf_tosa_max_abs": worst}
-        ran = (f"ran {len(runner.calls)} VGF delegate(s) on the ML emulation layer for Vulkan "
-               f"and the rest on the host CPU (no timing)\n{runner.summary()}")  # fmt: skip
-        return self._result(tuple(to_array(t) for t in flatten_outputs(result)),
-                            LoadedProgram(program.loaded.module, program.loaded.graphs, counters),
-                            ran)  # fmt: skip
+        ran = (
+            f"ran {len(runner.calls)} VGF delegate(s) on the ML emulation layer for Vulkan "
+            f"and the rest on the host CPU (no timing)\n{runner.summary()}"
+        )
+        return self._result(
+            tuple(to_array(t) for t in flatten_outputs(result)),
+            LoadedProgram(program.loaded.module, program.loaded.graphs, counters),
+            ran,
+        )
 
     def _result(self, outputs: tuple[Any, ...], loaded: LoadedProgram, ran: str) -> RunResult:
         return RunResult(outputs=outputs, counters=loaded.counters, log=ran)
@@ -286,5 +307,8 @@ def _vgf_payloads(pte: bytes) -> list[bytes]:
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     program = deserialize_pte_binary(pte).program
-    return [bytes(program.backend_delegate_data[d.processed.index].data)
-            for d in program.execution_plan[0].delegates if d.id == VGF_BACKEND]  # fmt: skip
+    return [
+        bytes(program.backend_delegate_data[d.processed.index].data)
+        for d in program.execution_plan[0].delegates
+        if d.id == VGF_BACKEND
+    ]

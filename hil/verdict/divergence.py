@@ -31,8 +31,7 @@ class NodeError:
     def describe(self) -> str:
         size = self.max_abs_steps if self.max_abs_steps is not None else self.max_abs
         limit = f" (limit {self.limit:g})" if self.limit is not None else ""
-        return (f"{self.operator} ({self.name}; {self.where}): {size:.3g} {self.unit} off"
-                f"{limit}")  # fmt: skip
+        return f"{self.operator} ({self.name}; {self.where}): {size:.3g} {self.unit} off{limit}"
 
 
 @dataclass(frozen=True)
@@ -63,11 +62,16 @@ class Divergence:
 
         first = self.first
         nodes = [
-            {**n.address, "errors": {"max_abs_steps": number(n.max_abs_steps),
-                                     "max_abs": number(n.max_abs),
-                                     "sqnr_db": number(n.sqnr_db)}}
+            {
+                **n.address,
+                "errors": {
+                    "max_abs_steps": number(n.max_abs_steps),
+                    "max_abs": number(n.max_abs),
+                    "sqnr_db": number(n.sqnr_db),
+                },
+            }
             for n in self.nodes
-        ]  # fmt: skip
+        ]
         document: dict[str, Any] = {
             "format": NODE_ERRORS_FORMAT,
             "pte_sha256": pte_sha256,

@@ -115,8 +115,9 @@ def target_checks(
     ]
 
 
-def _float_check(index: int, ref: Array, out: Array, rules: CaseRules, against: str,
-                 precision: str | None = None) -> Check:  # fmt: skip
+def _float_check(
+    index: int, ref: Array, out: Array, rules: CaseRules, against: str, precision: str | None = None
+) -> Check:
     metrics = measure(ref, out)
     precision = precision or ("fp16" if ref.dtype == np.float16 else "fp32")
     tolerance = tolerances.float_target(metrics.peak, precision, rules.override)
@@ -189,9 +190,14 @@ def quantization_checks(
     tolerance = tolerances.quantization(facts.numerics, rules.override)
     checks = []
     if not tolerance.limits and not rules.classifier:  # every output limit waived by the case
-        checks.append(not_judged(Question.QUANTIZATION, "outputs",
-                                 f"the case waives this question ({tolerance.basis})",
-                                 reference=EAGER))  # fmt: skip
+        checks.append(
+            not_judged(
+                Question.QUANTIZATION,
+                "outputs",
+                f"the case waives this question ({tolerance.basis})",
+                reference=EAGER,
+            )
+        )
     else:
         for index, (e, q) in enumerate(zip(eager, reference, strict=True)):
             if not _is_float(e):
@@ -213,10 +219,15 @@ def _quantization_check(
         # eager's whole output lies within one output step of zero (acos(1), a product of tiny
         # values): below the quantizer's resolution, SQNR and cosine measure rounding noise
         # against nothing. Quantized, it can only be right to within that one step.
-        return judged(Question.QUANTIZATION, f"output {index}", observed,
-                      [Limit("max_abs", "<=", step)], reference=EAGER,
-                      basis=f"eager's peak {metrics.peak:.3g} is within one output step "
-                      f"({step:.3g}): the quantized model must be within that step")  # fmt: skip
+        return judged(
+            Question.QUANTIZATION,
+            f"output {index}",
+            observed,
+            [Limit("max_abs", "<=", step)],
+            reference=EAGER,
+            basis=f"eager's peak {metrics.peak:.3g} is within one output step "
+            f"({step:.3g}): the quantized model must be within that step",
+        )
     if rules.classifier and index == 0:
         observed["top1_agreement"] = top1_agreement(e, q, quantization_margin(e, q, facts.step(0)))
         limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))

@@ -107,13 +107,13 @@ def _with_reason(basis: str, override: ToleranceOverride | None, used: bool) -> 
     return f"{basis}; case override: {override.reason}" if override and used else basis
 
 
-def float_target(peak: float, precision: str, override: ToleranceOverride | None
-                 ) -> Tolerance:  # fmt: skip
+def float_target(peak: float, precision: str, override: ToleranceOverride | None) -> Tolerance:
     """A float program's output against eager PyTorch; `precision` is the output's float type
     (fp32, fp16, bf16)."""
     if precision in ("fp16", "bf16"):
-        ulps, sqnr = ((FP16_ULPS, FP16_MIN_SQNR_DB) if precision == "fp16"
-                      else (BF16_ULPS, BF16_MIN_SQNR_DB))  # fmt: skip
+        ulps, sqnr = (
+            (FP16_ULPS, FP16_MIN_SQNR_DB) if precision == "fp16" else (BF16_ULPS, BF16_MIN_SQNR_DB)
+        )
         ulp = _ulp(peak, precision)
         max_abs = ulps * ulp
         basis = f"{precision}: {ulps:g} ulps of {ulp:.3g} at peak |eager| {peak:.4g}"

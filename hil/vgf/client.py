@@ -97,9 +97,11 @@ class VgfWorker:
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "hil.vgf.worker"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
                 env={**os.environ, **self.stack.env},
-            )  # fmt: skip
+            )
 
     @property
     def alive(self) -> bool:
@@ -132,11 +134,13 @@ class VgfWorker:
             tail = self.log_tail()
             self.stop()
             raise LinkTimeout(
-                with_log_tail(f"{what}: the scenario runner did not answer in {timeout_s:g} s "
-                              "(a hung Vulkan device or emulation layer); the worker was killed",
-                              tail),
+                with_log_tail(
+                    f"{what}: the scenario runner did not answer in {timeout_s:g} s "
+                    "(a hung Vulkan device or emulation layer); the worker was killed",
+                    tail,
+                ),
                 fix=f"see the worker's log ({self.log_path}); the next case starts a new worker",
-            )  # fmt: skip
+            )
         answer = read_frame(stream)
         if answer is None:
             raise self._died(what)

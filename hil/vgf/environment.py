@@ -60,8 +60,9 @@ DEBIAN_FIX = (
 def _package_dir(module: str, what: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or (not spec.submodule_search_locations and not spec.origin):
-        raise TargetUnavailable(f"{what} is not installed (no Python module {module!r})",
-                                fix=ML_SDK_FIX)  # fmt: skip
+        raise TargetUnavailable(
+            f"{what} is not installed (no Python module {module!r})", fix=ML_SDK_FIX
+        )
     if spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations)))
     return Path(str(spec.origin)).parent
@@ -112,10 +113,17 @@ def find_layers() -> LayerManifests:
     graph, tensor = manifests / "VkLayer_Graph.json", manifests / "VkLayer_Tensor.json"
     for manifest in (graph, tensor):
         if not manifest.is_file():
-            raise TargetUnavailable(f"the ML emulation layer's manifest {manifest} is missing",
-                                    fix=ML_SDK_FIX)  # fmt: skip
-    validation = next((Path(d) / VALIDATION_MANIFEST for d in SYSTEM_LAYER_DIRS
-                       if (Path(d) / VALIDATION_MANIFEST).is_file()), None)  # fmt: skip
+            raise TargetUnavailable(
+                f"the ML emulation layer's manifest {manifest} is missing", fix=ML_SDK_FIX
+            )
+    validation = next(
+        (
+            Path(d) / VALIDATION_MANIFEST
+            for d in SYSTEM_LAYER_DIRS
+            if (Path(d) / VALIDATION_MANIFEST).is_file()
+        ),
+        None,
+    )
     if validation is None:
         raise TargetUnavailable(
             f"Khronos' Vulkan validation layer is not installed (no {VALIDATION_MANIFEST} in "
@@ -131,11 +139,11 @@ def check_loader_and_device() -> list[Path]:
     import ctypes.util
 
     if ctypes.util.find_library("vulkan") is None and not any(
-        Path(d, n).exists() for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-                                      "/usr/lib") for n in LOADER_NAMES
-    ):  # fmt: skip
-        raise TargetUnavailable("no Vulkan loader (libvulkan.so.1) on this machine",
-                                fix=DEBIAN_FIX)  # fmt: skip
+        Path(d, n).exists()
+        for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib")
+        for n in LOADER_NAMES
+    ):
+        raise TargetUnavailable("no Vulkan loader (libvulkan.so.1) on this machine", fix=DEBIAN_FIX)
     icds = sorted(p for d in SYSTEM_ICD_DIRS if Path(d).is_dir() for p in Path(d).glob("*.json"))
     if not icds:
         raise TargetUnavailable(
@@ -161,9 +169,13 @@ def prepare_stack(layers: LayerManifests, folder: Path) -> Stack:
     folder = folder.resolve()
     folders = []
     for rank, (manifest, library) in enumerate(
-        ((layers.graph, layers.emulation_libs), (layers.tensor, layers.emulation_libs),
-         (layers.validation, None)), start=1,
-    ):  # fmt: skip
+        (
+            (layers.graph, layers.emulation_libs),
+            (layers.tensor, layers.emulation_libs),
+            (layers.validation, None),
+        ),
+        start=1,
+    ):
         target = folder / f"{rank}-{manifest.stem}"
         target.mkdir(parents=True, exist_ok=True)
         data = json.loads(manifest.read_text())

@@ -74,11 +74,16 @@ def write_scenario(vgf: bytes, folder: Path, name: str) -> ScenarioFiles:
     try:
         done = subprocess.run(
             [str(vgf_dump()), "-i", str(graph), "--scenario-template", "-o", str(template_path)],
-            capture_output=True, text=True, timeout=TEMPLATE_TIMEOUT_S, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=TEMPLATE_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired as e:
-        raise DeployError(f"vgf_dump did not write {name}'s scenario in {TEMPLATE_TIMEOUT_S:g} s",
-                          fix="run it by hand on the kept .vgf to see why") from e  # fmt: skip
+        raise DeployError(
+            f"vgf_dump did not write {name}'s scenario in {TEMPLATE_TIMEOUT_S:g} s",
+            fix="run it by hand on the kept .vgf to see why",
+        ) from e
     if done.returncode != 0 or not template_path.is_file():
         raise DeployError(
             f"vgf_dump could not read delegate {name}'s VGF (exit {done.returncode}): "
@@ -93,8 +98,9 @@ def write_scenario(vgf: bytes, folder: Path, name: str) -> ScenarioFiles:
     return ScenarioFiles(folder, inputs, outputs)
 
 
-def _fill(template: dict[str, Any], folder: Path, name: str
-          ) -> tuple[tuple[TensorSlot, ...], tuple[TensorSlot, ...]]:  # fmt: skip
+def _fill(
+    template: dict[str, Any], folder: Path, name: str
+) -> tuple[tuple[TensorSlot, ...], tuple[TensorSlot, ...]]:
     inputs: list[TensorSlot] = []
     outputs: list[TensorSlot] = []
     for resource in template.get("resources", []):

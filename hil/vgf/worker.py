@@ -55,11 +55,15 @@ class Scenarios:
         self.runner = scenario_runner_py
         self.built: dict[str, tuple[Any, list[Any], list[Any]]] = {}
 
-    def load(self, key: str, scenario: str, folder: str, inputs: list[str],
-             outputs: list[str]) -> None:  # fmt: skip
+    def load(
+        self, key: str, scenario: str, folder: str, inputs: list[str], outputs: list[str]
+    ) -> None:
         built = self.runner.load_scenario(scenario, work_dir=folder, output_dir=folder)
-        self.built[key] = (built, [built.get_tensor_id(u) for u in inputs],
-                           [built.get_tensor_id(u) for u in outputs])  # fmt: skip
+        self.built[key] = (
+            built,
+            [built.get_tensor_id(u) for u in inputs],
+            [built.get_tensor_id(u) for u in outputs],
+        )
 
     def run(self, key: str, arrays: list[Any]) -> list[Any]:
         import numpy as np

@@ -82,6 +82,7 @@ LONGS = ints(2, 64, dtype=torch.int64)
 DIVISOR = uniform(*IMG, low=0.5, high=2.0)  # away from zero
 TOKENS = ints(2, 10, low=0, high=64, dtype=torch.int64)
 
+# One operator per line, its columns aligned: a table to scan, so the formatter leaves it.
 # fmt: off
 OPERATORS: tuple[hil.Case, ...] = (
     # --- convolution and matrix products ----------------------------------------------------

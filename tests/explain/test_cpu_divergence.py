@@ -27,9 +27,13 @@ FAULT = 0.25  # added to one weight: small next to the weights, far above roundi
 def two_convs() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(
-        nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2), nn.ReLU(), nn.Flatten(),
+        nn.Conv2d(3, 8, 3),
+        nn.ReLU(),
+        nn.Conv2d(8, 8, 3, stride=2),
+        nn.ReLU(),
+        nn.Flatten(),
         nn.Linear(8 * 6 * 6, 10),
-    )  # fmt: skip
+    )
 
 
 CASE = Case("explain_two_convs", two_convs, seeded((1, 3, 16, 16)))
@@ -53,8 +57,9 @@ def artifact_of(session: Session, recipe: str) -> Artifact:
     return session.artifact(session.built(CASE), recipe_of(session, recipe))
 
 
-def explain(session: Session, artifact: Artifact, workdir: Path, target: str = "host"
-            ) -> Divergence:  # fmt: skip
+def explain(
+    session: Session, artifact: Artifact, workdir: Path, target: str = "host"
+) -> Divergence:
     recipe = recipe_of(session, artifact.recipe)
     divergence = explain_program(session.built(CASE), artifact, recipe, workdir, target=target)
     assert divergence is not None

@@ -50,8 +50,9 @@ def _perturb_pte(folder: Path, weight: torch.Tensor) -> None:
 
 
 def _session(devices: DeviceRegistry, tmp_path: Path, **options: bool) -> Session:
-    return Session(devices=devices, cache_dir=tmp_path / "cache",
-                   results_dir=tmp_path / "results", **options)  # fmt: skip
+    return Session(
+        devices=devices, cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", **options
+    )
 
 
 def test_a_perturbed_host_kernel_is_named_in_the_failure(
@@ -70,8 +71,11 @@ def test_a_perturbed_host_kernel_is_named_in_the_failure(
     assert "see it: hil explore explained_two_convs --target host --recipe portable" in message
     with pytest.raises(OutputMismatch, match="first divergent operator: aten::convolution"):
         result.raise_for_failures()
-    errors = json.loads((tmp_path / "results" / "node-errors" /
-                         "explained_two_convs--host--portable.json").read_text())  # fmt: skip
+    errors = json.loads(
+        (
+            tmp_path / "results" / "node-errors" / "explained_two_convs--host--portable.json"
+        ).read_text()
+    )
     assert (
         errors["format"] == "hil-node-errors/1" and errors["pte_sha256"] == result.artifact.sha256
     )
@@ -90,8 +94,11 @@ def test_a_broken_delegate_operator_on_u85_ref_is_named_in_the_failure(
     message = result.failure_message() or ""
     assert "first divergent operator: RESCALE (" in message
     assert f"delegate_0, operator {index} of" in message
-    errors = json.loads((tmp_path / "results" / "node-errors" /
-                         "explained_two_convs--u85-ref--ethos-u.json").read_text())  # fmt: skip
+    errors = json.loads(
+        (
+            tmp_path / "results" / "node-errors" / "explained_two_convs--u85-ref--ethos-u.json"
+        ).read_text()
+    )
     assert errors["first_divergent"] == {"delegate": "delegate_0", "op": index}
 
 

@@ -52,9 +52,13 @@ class DeepStack(nn.Module):
 
         super().__init__()
         self.features = nn.Sequential(
-            conv_bn(3, 16, 3), InvertedResidual(16, 16, 1, 2), InvertedResidual(16, 24, 2, 2),
-            InvertedResidual(24, 24, 1, 2), InvertedResidual(24, 24, 1, 2), conv_bn(24, 32, 1),
-        )  # fmt: skip
+            conv_bn(3, 16, 3),
+            InvertedResidual(16, 16, 1, 2),
+            InvertedResidual(16, 24, 2, 2),
+            InvertedResidual(24, 24, 1, 2),
+            InvertedResidual(24, 24, 1, 2),
+            conv_bn(24, 32, 1),
+        )
         self.head = nn.Linear(32, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -79,14 +83,17 @@ def deep_case() -> hil.Case:
 
 def conv_lrn_conv() -> hil.Case:
     return hil.Case(
-        "explain_conv_lrn_conv", lambda: seeded(ConvLrnConv), hil.seeded((1, 3, 8, 8)),
+        "explain_conv_lrn_conv",
+        lambda: seeded(ConvLrnConv),
+        hil.seeded((1, 3, 8, 8)),
         expected_fallback=frozenset({"avg_pool3d"}),
         missing_kernels={"avg_pool3d": "ExecuTorch 1.5.1 has no avg_pool3d.out CPU kernel"},
-    )  # fmt: skip
+    )
 
 
-def exported(session: Session, repo_devices: DeviceRegistry, case: hil.Case
-             ) -> tuple[BuiltCase, Artifact]:  # fmt: skip
+def exported(
+    session: Session, repo_devices: DeviceRegistry, case: hil.Case
+) -> tuple[BuiltCase, Artifact]:
     """The case exported with u85-ref's own recipe options (no shared quantized store)."""
     options = repo_devices.get(TARGET).recipes[0].options
     built = session.built(case)
@@ -135,8 +142,9 @@ def test_a_wrong_rescale_multiplier_is_the_first_divergent_operator(
     session: Session, repo_devices: DeviceRegistry, tmp_path: Path, nth: int
 ) -> None:
     built, artifact = exported(session, repo_devices, tiny_cnn())
-    faulty, index = faulty_copy(artifact, tmp_path / "cache", "delegate_0",
-                                scale_rescale_multiplier(nth))  # fmt: skip
+    faulty, index = faulty_copy(
+        artifact, tmp_path / "cache", "delegate_0", scale_rescale_multiplier(nth)
+    )
     divergence = explain_delegates(built, faulty, tmp_path / "work")
     assert divergence is not None and divergence.first is not None
     assert dict(divergence.first.address) == {"delegate": "delegate_0", "op": index}
@@ -157,8 +165,9 @@ def test_a_wrong_weight_is_the_first_divergent_operator(
     assert dict(divergence.first.address) == {"delegate": "delegate_0", "op": index}
     assert divergence.first.operator == "CONV2D"
     assert divergence.to_node_errors(faulty.sha256)["first_divergent"] == {
-        "delegate": "delegate_0", "op": index,
-    }  # fmt: skip
+        "delegate": "delegate_0",
+        "op": index,
+    }
 
 
 def test_a_deep_healthy_stack_has_no_operator_over_and_a_deep_fault_is_named(
@@ -217,9 +226,11 @@ def test_the_target_runs_a_faulty_graph_the_check_fails_and_the_op_is_named(
         with pytest.raises(OutputMismatch):
             result.raise_for_failures()
         divergence = explain_delegates(
-            again.built(case), result.artifact, tmp_path / "work",
+            again.built(case),
+            result.artifact,
+            tmp_path / "work",
             store=again.cache.root / "shared" / "quantized",
-        )  # fmt: skip
+        )
     assert divergence is not None and divergence.first is not None
     assert dict(divergence.first.address) == {"delegate": "delegate_0", "op": index}
     assert f"RESCALE (tosa_rescale_default; delegate_0, operator {index} of" in (

@@ -46,8 +46,11 @@ def scale_conv_rescale(nth_conv: int, factor: float = 0.75) -> Change:
     def change(block: Any) -> int:
         convs = [o for o in block.operators if o.op.name in ("CONV2D", "DEPTHWISE_CONV2D")]
         accumulator = convs[nth_conv].outputs[0]
-        index, op = next((i, o) for i, o in enumerate(block.operators)
-                         if o.op.name == "RESCALE" and o.inputs[0] == accumulator)  # fmt: skip
+        index, op = next(
+            (i, o)
+            for i, o in enumerate(block.operators)
+            if o.op.name == "RESCALE" and o.inputs[0] == accumulator
+        )
         tensor = block.tensors[op.inputs[1]]
         values = np.frombuffer(bytes(tensor.data), dtype=np.int32)
         tensor.data = list((values * factor).astype(np.int32).tobytes())
@@ -62,9 +65,11 @@ def negate_weights(nth: int = 0, channel: int = 0) -> Change:
     def change(block: Any) -> int:
         index, op = _nth(block, "CONV2D", nth)
         tensor = block.tensors[op.inputs[1]]
-        weights = np.frombuffer(bytes(tensor.data), dtype=np.int8).reshape(
-            [int(d) for d in tensor.shape]
-        ).copy()  # fmt: skip
+        weights = (
+            np.frombuffer(bytes(tensor.data), dtype=np.int8)
+            .reshape([int(d) for d in tensor.shape])
+            .copy()
+        )
         weights[channel] = -weights[channel]
         tensor.data = list(weights.tobytes())
         return index

@@ -54,10 +54,19 @@ def explore_cache(shared_cache: Path) -> Path:
     return shared_cache
 
 
-def export(case: str, target: str, recipe: str | None, registry: DeviceRegistry,
-           cache: Path) -> Source:  # fmt: skip
-    return from_case(f"explore_models:{case}", target, recipe, registry=registry,
-                     cache_dir=cache, suites_root=HERE, allow_export=True, progress=quiet)  # fmt: skip
+def export(
+    case: str, target: str, recipe: str | None, registry: DeviceRegistry, cache: Path
+) -> Source:
+    return from_case(
+        f"explore_models:{case}",
+        target,
+        recipe,
+        registry=registry,
+        cache_dir=cache,
+        suites_root=HERE,
+        allow_export=True,
+        progress=quiet,
+    )
 
 
 @pytest.fixture(scope="session")

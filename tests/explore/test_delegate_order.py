@@ -104,14 +104,20 @@ def test_without_matching_command_streams_the_graphs_pair_by_shape(explored: Exp
 
     d0, d1 = explored.shown.delegates
     assert d0.paired_by == d1.paired_by == "command stream"
-    stale = [(d.name, d.graph, replace(d.estimate, stream_sha256="0" * 64))  # type: ignore[type-var]
-             for d in (d1, d0)]  # fmt: skip
+    stale = [
+        (d.name, d.graph, replace(d.estimate, stream_sha256="0" * 64))  # type: ignore[type-var]
+        for d in (d1, d0)
+    ]
     paired = _pair(explored.shown.program, [d0.call, d1.call], stale)
-    assert [(p.name, p.paired_by) for p in paired] == [("delegate_0", "shapes"),
-                                                        ("delegate_1", "shapes")]  # fmt: skip
+    assert [(p.name, p.paired_by) for p in paired] == [
+        ("delegate_0", "shapes"),
+        ("delegate_1", "shapes"),
+    ]
     no_flags = [(d.name, d.graph, None) for d in (d0, d1)]
     assert [p.name for p in _pair(explored.shown.program, [d0.call, d1.call], no_flags)] == [
-        "delegate_0", "delegate_1"]  # fmt: skip
+        "delegate_0",
+        "delegate_1",
+    ]
 
 
 def test_the_page_opens_on_the_pte_graph_and_zooms_to_each_delegates_costliest_operator(

@@ -33,10 +33,24 @@ from hil.explore.source import Source, from_case, from_path
 from hil.explore.viewer import REQUIREMENTS, STAMP, Viewer
 
 
-def case_source(spec: str, target: str, recipe: str | None, registry: DeviceRegistry,
-                cache: Path, allow_export: bool = True) -> Source:  # fmt: skip
-    return from_case(spec, target, recipe, registry=registry, cache_dir=cache, suites_root=HERE,
-                     allow_export=allow_export, progress=print)  # fmt: skip
+def case_source(
+    spec: str,
+    target: str,
+    recipe: str | None,
+    registry: DeviceRegistry,
+    cache: Path,
+    allow_export: bool = True,
+) -> Source:
+    return from_case(
+        spec,
+        target,
+        recipe,
+        registry=registry,
+        cache_dir=cache,
+        suites_root=HERE,
+        allow_export=allow_export,
+        progress=print,
+    )
 
 
 def test_a_case_never_exported_is_refused_with_how_to_export_it(
@@ -55,9 +69,23 @@ def test_the_command_line_says_no_export_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(HERE.parents[1])  # devices/ of the repo
-    status = main(["explore", "explore_models:SMALL", "--target", "host", "--recipe", "portable",
-                   "--no-export", "--suites", str(HERE), "--hil-cache-dir", str(tmp_path),
-                   "--viewer-venv", str(tmp_path / "no-viewer")])  # fmt: skip
+    status = main(
+        [
+            "explore",
+            "explore_models:SMALL",
+            "--target",
+            "host",
+            "--recipe",
+            "portable",
+            "--no-export",
+            "--suites",
+            str(HERE),
+            "--hil-cache-dir",
+            str(tmp_path),
+            "--viewer-venv",
+            str(tmp_path / "no-viewer"),
+        ]
+    )
     err = capsys.readouterr().err
     assert status == 2
     assert "has never been exported" in err and "fix: run without --no-export" in err
@@ -81,8 +109,16 @@ def test_a_misspelt_suite_case_gets_suggestions(
     repo_devices: DeviceRegistry, tmp_path: Path
 ) -> None:
     with pytest.raises(UsageError, match="no suite case is called") as raised:
-        from_case("mobilenet_v2_lr", "u85-ref", None, registry=repo_devices, cache_dir=tmp_path,
-                  suites_root=HERE.parents[1], allow_export=False, progress=print)  # fmt: skip
+        from_case(
+            "mobilenet_v2_lr",
+            "u85-ref",
+            None,
+            registry=repo_devices,
+            cache_dir=tmp_path,
+            suites_root=HERE.parents[1],
+            allow_export=False,
+            progress=print,
+        )
     assert "mobilenet_v2_lrn" in (raised.value.fix or "")
 
 
@@ -148,8 +184,16 @@ def test_a_missing_viewer_is_refused_with_the_install_command(tmp_path: Path) ->
 def test_the_command_line_reports_a_missing_viewer(
     two_delegates: Source, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(["explore", str(two_delegates.pte), "--no-install", "--no-browser",
-                   "--viewer-venv", str(tmp_path / "none")])  # fmt: skip
+    status = main(
+        [
+            "explore",
+            str(two_delegates.pte),
+            "--no-install",
+            "--no-browser",
+            "--viewer-venv",
+            str(tmp_path / "none"),
+        ]
+    )
     assert status == 2
     assert "Model Explorer is not installed in" in capsys.readouterr().err
 
@@ -157,8 +201,12 @@ def test_the_command_line_reports_a_missing_viewer(
 def test_an_unreachable_package_index_fails_the_install_with_pips_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key, value in {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0",
-                       "PIP_TIMEOUT": "2", "PIP_CONFIG_FILE": os.devnull}.items():  # fmt: skip
+    for key, value in {
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+        "PIP_RETRIES": "0",
+        "PIP_TIMEOUT": "2",
+        "PIP_CONFIG_FILE": os.devnull,
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
     said: list[str] = []
@@ -183,8 +231,9 @@ def broken_viewer(folder: Path, server_script: str, python_script: str = "exit 1
 
 
 def test_a_viewer_that_dies_at_start_is_reported_with_its_last_words(tmp_path: Path) -> None:
-    viewer = broken_viewer(tmp_path / "venv", 'echo "ModuleNotFoundError: No module named flask"'
-                           "; exit 1")  # fmt: skip
+    viewer = broken_viewer(
+        tmp_path / "venv", 'echo "ModuleNotFoundError: No module named flask"; exit 1'
+    )
     port = server.free_port(18900)
     assert port is not None
     with pytest.raises(ViewerFailed, match="exited with status 1") as raised:

@@ -41,8 +41,11 @@ def test_partition_marks_cmsis_nn_kernels_on_cortex_m(
     shown = prepare(small_cortex_m, viewer, tmp_path, print)
     (path,) = shown.overlays
     marks = {n: r["value"] for n, r in json.loads(path.read_text())["forward"]["results"].items()}
-    assert marks == {"forward_0_0": "CPU boundary", "forward_0_1": "CMSIS-NN kernel",
-                     "forward_0_2": "CPU boundary"}  # fmt: skip
+    assert marks == {
+        "forward_0_0": "CPU boundary",
+        "forward_0_1": "CMSIS-NN kernel",
+        "forward_0_2": "CPU boundary",
+    }
 
 
 def test_vela_cycles_sum_to_each_delegates_summary(
@@ -79,13 +82,16 @@ def hand_made(explored: Exploration, **extra: Any) -> dict[str, Any]:
         },
         "nodes": [
             {"delegate": "delegate_0", "op": 5, "errors": {"max_abs_steps": 0, "sqnr_db": 60.0}},
-            {"delegate": "delegate_1", "tensor": conv.outputs[0],
-             "errors": {"max_abs_steps": 4, "sqnr_db": 21.5}},
+            {
+                "delegate": "delegate_1",
+                "tensor": conv.outputs[0],
+                "errors": {"max_abs_steps": 4, "sqnr_db": 21.5},
+            },
             {"chain": 0, "instruction": 3, "errors": {"max_abs_steps": 1, "sqnr_db": None}},
         ],
         "first_divergent": {"delegate": "delegate_1", "op": conv.index},
         **extra,
-    }  # fmt: skip
+    }
 
 
 def test_a_hand_made_error_file_lands_on_its_nodes(
@@ -117,11 +123,15 @@ def test_a_hand_made_error_file_lands_on_its_nodes(
     assert "gradient" in sqnr["forward"]  # no limit: coloured by a gradient
     first = overlay(again, "hil first divergent operator")
     assert first == {
-        again.shown.delegate_graph(d1): {"results": {
-            d1.graph.node_id(conv.index): {"value": "first divergent", "bgColor": "#e63946"}}},
-        "forward": {"results": {
-            "forward_0_5": {"value": "first divergent inside", "bgColor": "#e63946"}}},
-    }  # fmt: skip
+        again.shown.delegate_graph(d1): {
+            "results": {
+                d1.graph.node_id(conv.index): {"value": "first divergent", "bgColor": "#e63946"}
+            }
+        },
+        "forward": {
+            "results": {"forward_0_5": {"value": "first divergent inside", "bgColor": "#e63946"}}
+        },
+    }
     from hil.explore.overlays import Overlay
 
     overlays = [Overlay(p.stem, json.loads(p.read_text())) for p in again.overlays]
@@ -139,8 +149,9 @@ def test_a_default_error_file_is_picked_up_and_a_stale_one_is_named(
     default.write_text(json.dumps(hand_made(explored, pte_sha256="0" * 64)))
     stale = prepare(two_delegates, viewer, tmp_path / "b", print, None, default)
     assert [p.stem for p in stale.overlays] == ["Vela NPU cycles (estimated)", "hil partition"]
-    assert any("not shown" in n and "measured on a .pte with sha256 0000" in n
-               for n in stale.notes), stale.notes  # fmt: skip
+    assert any(
+        "not shown" in n and "measured on a .pte with sha256 0000" in n for n in stale.notes
+    ), stale.notes
 
 
 @pytest.mark.parametrize(

@@ -43,32 +43,58 @@ def error_file(two_delegates: Source, folder: Path) -> Path:
     graph = read_tosa(two_delegates.folder / "delegates" / "delegate_1" / "out.tosa")  # type: ignore[operator]
     conv = next(op for op in graph.ops if op.op == "CONV2D")
     path = folder / "node-errors.json"
-    path.write_text(json.dumps({
-        "format": FORMAT,
-        "pte_sha256": two_delegates.sha256,
-        "metrics": {"max_abs_steps": {"label": "max error (steps)", "limit": 1}},
-        "nodes": [{"delegate": "delegate_1", "op": conv.index, "errors": {"max_abs_steps": 5}},
-                  {"delegate": "delegate_0", "op": 5, "errors": {"max_abs_steps": 0}}],
-        "first_divergent": {"delegate": "delegate_1", "op": conv.index},
-    }))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "format": FORMAT,
+                "pte_sha256": two_delegates.sha256,
+                "metrics": {"max_abs_steps": {"label": "max error (steps)", "limit": 1}},
+                "nodes": [
+                    {"delegate": "delegate_1", "op": conv.index, "errors": {"max_abs_steps": 5}},
+                    {"delegate": "delegate_0", "op": 5, "errors": {"max_abs_steps": 0}},
+                ],
+                "first_divergent": {"delegate": "delegate_1", "op": conv.index},
+            }
+        )
+    )
     return path
 
 
 @pytest.fixture(scope="module")
 def served(
-    two_delegates: Source, viewer: Viewer, chromium: str, explore_cache: Path,
+    two_delegates: Source,
+    viewer: Viewer,
+    chromium: str,
+    explore_cache: Path,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Served]:  # fmt: skip
+) -> Iterator[Served]:
     work = tmp_path_factory.mktemp("explore-cli")
     port = server.free_port(18600)
     assert port is not None
-    command = [sys.executable, "-m", "hil.cli", "explore", "explore_models:TWO_DELEGATES",
-               "--target", "u85-ref", "--suites", str(HERE), "--hil-cache-dir",
-               str(explore_cache), "--viewer-venv", str(viewer.venv), "--no-browser",
-               "--port", str(port), "--errors", str(error_file(two_delegates, work))]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "hil.cli",
+        "explore",
+        "explore_models:TWO_DELEGATES",
+        "--target",
+        "u85-ref",
+        "--suites",
+        str(HERE),
+        "--hil-cache-dir",
+        str(explore_cache),
+        "--viewer-venv",
+        str(viewer.venv),
+        "--no-browser",
+        "--port",
+        str(port),
+        "--errors",
+        str(error_file(two_delegates, work)),
+    ]
     env = {**os.environ, "HIL_EXPLORE_DIR": str(work), "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         url = read_url(process, timeout=240)
         yield Served(url, port, process, two_delegates.label)
@@ -119,11 +145,19 @@ def test_the_page_shows_the_pte_graph_with_the_partition_overlay(
     served: Served, browser: ExplorerBrowser
 ) -> None:
     page = browser.page(with_graph(served.url, "forward", served.label))
-    text = page.wait_for_text("hil partition", "EthosUBackend", "aten::avg_pool3d",
-                              "CPU fallback, no CPU kernel", "NPU (delegate_1)")  # fmt: skip
+    text = page.wait_for_text(
+        "hil partition",
+        "EthosUBackend",
+        "aten::avg_pool3d",
+        "CPU fallback, no CPU kernel",
+        "NPU (delegate_1)",
+    )
     assert served.label in text
-    for overlay in ("Vela NPU cycles (estimated)", "hil error - max error (steps)",
-                    "hil first divergent operator"):  # fmt: skip
+    for overlay in (
+        "Vela NPU cycles (estimated)",
+        "hil error - max error (steps)",
+        "hil first divergent operator",
+    ):
         assert overlay in text
     assert shot(page, "explore-pte-graph.png").stat().st_size > 10_000
 
@@ -142,7 +176,7 @@ def test_the_page_shows_a_delegates_tosa_graph_with_hils_overlays(
     clicked = page.evaluate("""(() => {
         const row = [...document.querySelectorAll('*')].find(e => e.children.length === 0 &&
             e.textContent.trim() === 'Vela NPU cycles (estimated).json');
-        if (!row) return false; row.click(); return true; })()""")  # fmt: skip
+        if (!row) return false; row.click(); return true; })()""")
     assert clicked
     text = page.wait_for_text("Vela NPU cycles (estimated).json")
     shot(page, "explore-delegate-vela-cycles.png")

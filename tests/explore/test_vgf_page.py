@@ -42,28 +42,55 @@ def vgf_small(repo_devices: DeviceRegistry, explore_cache: Path) -> tuple[str, s
         pytest.skip(f"{TARGET} unavailable: {e.message} (fix: {e.fix})")
     finally:
         target.teardown()
-    source = from_case("explore_models:SMALL", TARGET, "vgf", registry=repo_devices,
-                       cache_dir=explore_cache, suites_root=HERE, allow_export=True,
-                       progress=print)  # fmt: skip
+    source = from_case(
+        "explore_models:SMALL",
+        TARGET,
+        "vgf",
+        registry=repo_devices,
+        cache_dir=explore_cache,
+        suites_root=HERE,
+        allow_export=True,
+        progress=print,
+    )
     (call,) = read_program(source.pte).calls_to(VGF_BACKEND)
     return source.label, call.instruction.node_id
 
 
 @pytest.fixture(scope="module")
 def served_vgf(
-    vgf_small: tuple[str, str], viewer: Viewer, chromium: str, explore_cache: Path,
+    vgf_small: tuple[str, str],
+    viewer: Viewer,
+    chromium: str,
+    explore_cache: Path,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[str]:  # fmt: skip
+) -> Iterator[str]:
     work = tmp_path_factory.mktemp("explore-vgf")
     port = server.free_port(18700)
     assert port is not None
-    command = [sys.executable, "-m", "hil.cli", "explore", "explore_models:SMALL",
-               "--target", TARGET, "--recipe", "vgf", "--suites", str(HERE),
-               "--hil-cache-dir", str(explore_cache), "--viewer-venv", str(viewer.venv),
-               "--no-browser", "--port", str(port)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "hil.cli",
+        "explore",
+        "explore_models:SMALL",
+        "--target",
+        TARGET,
+        "--recipe",
+        "vgf",
+        "--suites",
+        str(HERE),
+        "--hil-cache-dir",
+        str(explore_cache),
+        "--viewer-venv",
+        str(viewer.venv),
+        "--no-browser",
+        "--port",
+        str(port),
+    ]
     env = {**os.environ, "HIL_EXPLORE_DIR": str(work), "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         yield read_url(process, timeout=240)
     finally:
@@ -73,9 +100,11 @@ def served_vgf(
 
 
 def test_the_pte_graph_marks_the_vgf_delegate_call(
-    served_vgf: str, vgf_small: tuple[str, str], chromium: str,
+    served_vgf: str,
+    vgf_small: tuple[str, str],
+    chromium: str,
     tmp_path_factory: pytest.TempPathFactory,
-) -> None:  # fmt: skip
+) -> None:
     label, _ = vgf_small
     with ExplorerBrowser(chromium, tmp_path_factory.mktemp("profile")) as browser:
         page = browser.page(with_graph(served_vgf, "forward", label))
@@ -83,9 +112,11 @@ def test_the_pte_graph_marks_the_vgf_delegate_call(
 
 
 def test_the_vgf_delegate_is_shown_expanded(
-    served_vgf: str, vgf_small: tuple[str, str], chromium: str,
+    served_vgf: str,
+    vgf_small: tuple[str, str],
+    chromium: str,
     tmp_path_factory: pytest.TempPathFactory,
-) -> None:  # fmt: skip
+) -> None:
     label, node = vgf_small
     with ExplorerBrowser(chromium, tmp_path_factory.mktemp("profile")) as browser:
         page = browser.page(with_graph(served_vgf, f"{label}.pte::{node}", label))

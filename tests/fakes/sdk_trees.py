@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PORTABLE = ("add.out", "convolution.out", "relu.out", "mean.out", "view_copy.out")
-QUANTIZED = ("quantized_decomposed::quantize_per_tensor.out",
-             "quantized_decomposed::dequantize_per_tensor.out")  # fmt: skip
+QUANTIZED = (
+    "quantized_decomposed::quantize_per_tensor.out",
+    "quantized_decomposed::dequantize_per_tensor.out",
+)
 CORTEX_M = ("cortex_m::quantized_add.out", "cortex_m::quantized_conv2d.out")
 PRIM = ("aten::sym_size.int", "executorch_prim::add.Scalar")
 
@@ -77,12 +79,27 @@ add_library(ethosu_core_driver STATIC src/ethosu_driver.c)
 target_compile_definitions(ethosu_core_driver PRIVATE NPU="${ETHOSU_TARGET_NPU_CONFIG}")
 """
 
-DRIVER_API = ("ethosu_init", "ethosu_irq_handler", "ethosu_invoke_v3", "ethosu_reserve_driver",
-              "ethosu_release_driver", "ethosu_inference_begin", "ethosu_inference_end")  # fmt: skip
-PMU_API = ("ETHOSU_PMU_CNTR_Enable", "ETHOSU_PMU_CYCCNT_Reset", "ETHOSU_PMU_Disable",
-           "ETHOSU_PMU_EVCNTR_ALL_Reset", "ETHOSU_PMU_Enable", "ETHOSU_PMU_Get_CCNTR",
-           "ETHOSU_PMU_Get_EVCNTR", "ETHOSU_PMU_PMCCNTR_CFG_Set_Start_Event",
-           "ETHOSU_PMU_PMCCNTR_CFG_Set_Stop_Event", "ETHOSU_PMU_Set_EVTYPER")  # fmt: skip
+DRIVER_API = (
+    "ethosu_init",
+    "ethosu_irq_handler",
+    "ethosu_invoke_v3",
+    "ethosu_reserve_driver",
+    "ethosu_release_driver",
+    "ethosu_inference_begin",
+    "ethosu_inference_end",
+)
+PMU_API = (
+    "ETHOSU_PMU_CNTR_Enable",
+    "ETHOSU_PMU_CYCCNT_Reset",
+    "ETHOSU_PMU_Disable",
+    "ETHOSU_PMU_EVCNTR_ALL_Reset",
+    "ETHOSU_PMU_Enable",
+    "ETHOSU_PMU_Get_CCNTR",
+    "ETHOSU_PMU_Get_EVCNTR",
+    "ETHOSU_PMU_PMCCNTR_CFG_Set_Start_Event",
+    "ETHOSU_PMU_PMCCNTR_CFG_Set_Stop_Event",
+    "ETHOSU_PMU_Set_EVTYPER",
+)
 
 
 @dataclass(frozen=True)
@@ -104,15 +121,21 @@ def _yaml_list(names: tuple[str, ...]) -> str:
 
 def make_trees(root: Path, *, driver_api: tuple[str, ...] = DRIVER_API + PMU_API) -> Trees:
     et = root / "executorch"
-    cmake = (EXECUTORCH_CMAKE.replace("@QUANTIZED@", _yaml_list(QUANTIZED))
-             .replace("@CORTEX_M@", _yaml_list(CORTEX_M)))  # fmt: skip
+    cmake = EXECUTORCH_CMAKE.replace("@QUANTIZED@", _yaml_list(QUANTIZED)).replace(
+        "@CORTEX_M@", _yaml_list(CORTEX_M)
+    )
     _write(et / "CMakeLists.txt", cmake)
     _write(et / "runtime" / "executor" / "program.h", "// fake\n")
     _write(et / "version.txt", "1.5.0\n")
     _write(et / "tools/cmake/preset/arm_baremetal.cmake", "# fake preset\n")
     _write(et / "examples/arm/ethos-u-setup/arm-none-eabi-gcc.cmake", TOOLCHAIN)
-    for sub in ("third-party/flatbuffers", "third-party/flatcc", "third-party/gflags",
-                "third-party/json", "backends/xnnpack/third-party/FXdiv"):  # fmt: skip
+    for sub in (
+        "third-party/flatbuffers",
+        "third-party/flatcc",
+        "third-party/gflags",
+        "third-party/json",
+        "backends/xnnpack/third-party/FXdiv",
+    ):
         _write(et / sub / "CMakeLists.txt", "# fake submodule\n")
     _write(
         et / "kernels/portable/functions.yaml",
@@ -140,10 +163,12 @@ def make_trees(root: Path, *, driver_api: tuple[str, ...] = DRIVER_API + PMU_API
         + "".join(f'    Kernel(\n        "{op}",\n        fn),\n' for op in PRIM)
         + "};\n",
     )
-    _write(et / "backends/arm/runtime/EthosUBackend_Cortex_M.cpp",
-           'extern "C" __attribute__((weak)) int ethosu_reserve_driver_ex(int a) { return 0; }\n'
-           "void f() { ethosu_reserve_driver_ex(1); ethosu_invoke_v3(d, 0); "
-           "ethosu_reserve_driver(); }\n")  # fmt: skip
+    _write(
+        et / "backends/arm/runtime/EthosUBackend_Cortex_M.cpp",
+        'extern "C" __attribute__((weak)) int ethosu_reserve_driver_ex(int a) { return 0; }\n'
+        "void f() { ethosu_reserve_driver_ex(1); ethosu_invoke_v3(d, 0); "
+        "ethosu_reserve_driver(); }\n",
+    )
     cmsis_nn = root / "cmsis-nn"
     _write(cmsis_nn / "Include/arm_nnfunctions.h", "// fake\n")
     _write(cmsis_nn / "CMakeLists.txt", "# fake\n")

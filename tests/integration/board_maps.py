@@ -31,25 +31,44 @@ class BoardMap:
 MAPS = {
     "cortex-m55": BoardMap(  # QEMU mps3-an547, the non-secure aliases (QEMU maps both)
         preset="cortex-m55",
-        regions={"ITCM": (0x00000000, 512 * KIB), "DTCM": (0x20000000, 512 * KIB),
-                 "SRAM": (0x21000000, 4 * MIB), "DDR": (0x60000000, 1024 * MIB)},
+        regions={
+            "ITCM": (0x00000000, 512 * KIB),
+            "DTCM": (0x20000000, 512 * KIB),
+            "SRAM": (0x21000000, 4 * MIB),
+            "DDR": (0x60000000, 1024 * MIB),
+        },
         boot=0x00000000,  # alias of 0x10000000, where QEMU's SSE-300 boots
-        uart0=0x49303000, cpu_hz=32_000_000, npu=(0x48102000, 56),
+        uart0=0x49303000,
+        cpu_hz=32_000_000,
+        npu=(0x48102000, 56),
     ),
     "corstone-300": BoardMap(
         preset="corstone-300",
-        regions={"ITCM": (0x10000000, 512 * KIB), "BRAM": (0x11000000, 1 * MIB),
-                 "DTCM": (0x30000000, 512 * KIB), "SRAM": (0x31000000, 2 * MIB),
-                 "DDR": (0x70000000, 0x60000000)},
+        regions={
+            "ITCM": (0x10000000, 512 * KIB),
+            "BRAM": (0x11000000, 1 * MIB),
+            "DTCM": (0x30000000, 512 * KIB),
+            "SRAM": (0x31000000, 2 * MIB),
+            "DDR": (0x70000000, 0x60000000),
+        },
         boot=0x10000000,
-        uart0=0x49303000, cpu_hz=25_000_000, npu=(0x48102000, 56),
+        uart0=0x49303000,
+        cpu_hz=25_000_000,
+        npu=(0x48102000, 56),
     ),
     "corstone-320": BoardMap(
         preset="corstone-320",
-        regions={"ITCM": (0x10000000, 32 * KIB), "BROM": (0x11000000, 128 * KIB),
-                 "BRAM": (0x12000000, 2 * MIB), "DTCM": (0x30000000, 32 * KIB),
-                 "SRAM": (0x31000000, 4 * MIB), "DDR": (0x70000000, 256 * MIB)},
+        regions={
+            "ITCM": (0x10000000, 32 * KIB),
+            "BROM": (0x11000000, 128 * KIB),
+            "BRAM": (0x12000000, 2 * MIB),
+            "DTCM": (0x30000000, 32 * KIB),
+            "SRAM": (0x31000000, 4 * MIB),
+            "DDR": (0x70000000, 256 * MIB),
+        },
         boot=0x11000000,  # the SSE-320 FVP's default INITSVTOR
-        uart0=0x58203000, cpu_hz=25_000_000, npu=(0x50004000, 16),
+        uart0=0x58203000,
+        cpu_hz=25_000_000,
+        npu=(0x50004000, 16),
     ),
-}  # fmt: skip
+}

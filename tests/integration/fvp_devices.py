@@ -38,13 +38,29 @@ def device(folder: Path, name: str, npu: str = "ethos-u55-128", **connection: An
     if platform == "corstone-320":
         connection = {**QEMU_320, **connection}
     data = {
-        "name": name, "kind": "fvp", "npu": npu,
-        "recipes": [{"name": "ethos-u",
-                     "options": {"accelerator_config": npu, **RECIPE_OPTIONS[npu]}}],
-        "latency": {"timing": "emulated", "warmup": 1, "min_runs": 3, "min_time_s": 0.001,
-                    "max_runs": 5},
-        "connection": {"platform": platform, "engine": "echo", "firmware": platform,
-                       "time_limit_s": 300, "boot_timeout_s": 60, "reply_timeout_s": 5,
-                       "bytes_per_s": 10000, "run_timeout_s": 60, **connection},
-    }  # fmt: skip
+        "name": name,
+        "kind": "fvp",
+        "npu": npu,
+        "recipes": [
+            {"name": "ethos-u", "options": {"accelerator_config": npu, **RECIPE_OPTIONS[npu]}}
+        ],
+        "latency": {
+            "timing": "emulated",
+            "warmup": 1,
+            "min_runs": 3,
+            "min_time_s": 0.001,
+            "max_runs": 5,
+        },
+        "connection": {
+            "platform": platform,
+            "engine": "echo",
+            "firmware": platform,
+            "time_limit_s": 300,
+            "boot_timeout_s": 60,
+            "reply_timeout_s": 5,
+            "bytes_per_s": 10000,
+            "run_timeout_s": 60,
+            **connection,
+        },
+    }
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(data))

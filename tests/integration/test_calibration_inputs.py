@@ -16,8 +16,12 @@ import hil
 from hil.case import case_from_module
 from hil.session import Session
 
-INT8_RECIPES = [("host", "xnnpack-int8"), ("u85-ref", "ethos-u"),
-                ("cortex-m55-ref", "cortex-m"), ("vgf-emu", "vgf")]  # fmt: skip
+INT8_RECIPES = [
+    ("host", "xnnpack-int8"),
+    ("u85-ref", "ethos-u"),
+    ("cortex-m55-ref", "cortex-m"),
+    ("vgf-emu", "vgf"),
+]
 
 
 class OffsetEmbedding(nn.Module):

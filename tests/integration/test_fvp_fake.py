@@ -58,8 +58,12 @@ def conv() -> torch.nn.Module:
 # The echo runner's outputs are its inputs, never a model verdict: every output check of these
 # cases is NOT JUDGED with that cause, while the FVP path around it (deploy, PMU counters,
 # budgets, failure classes) is judged for real.
-IDENTITY = hil.Case("relu_non_negative", torch.nn.ReLU, non_negative,
-                    counter_budgets={"npu_cycles": {"*": 1_000_000}})  # fmt: skip
+IDENTITY = hil.Case(
+    "relu_non_negative",
+    torch.nn.ReLU,
+    non_negative,
+    counter_budgets={"npu_cycles": {"*": 1_000_000}},
+)
 CONV = hil.Case("conv_relu", conv, non_negative)
 
 
@@ -67,8 +71,12 @@ def only_outputs_unjudged(result: hil.CheckResult) -> bool:
     """Echo engine: the outputs are not judged as the model's; everything else was judged."""
     unjudged = [c.question for c in result.unjudged]
     cause = result.unjudged[0].cause if result.unjudged else ""
-    return (result.verdict == "NOT JUDGED" and unjudged == [Question.TARGET]
-            and "echo engine" in cause and not result.failed_checks)  # fmt: skip
+    return (
+        result.verdict == "NOT JUDGED"
+        and unjudged == [Question.TARGET]
+        and "echo engine" in cause
+        and not result.failed_checks
+    )
 
 
 @pytest.fixture
@@ -95,8 +103,9 @@ def open_session(fake_fvp: Path, shared_cache: Path, tmp_path: Path) -> Iterator
             folder.mkdir(exist_ok=True)
             device(folder, name, npu, **connection)
             registry = DeviceRegistry.from_dirs([folder])
-            return stack.enter_context(Session(devices=registry, cache_dir=shared_cache,
-                                               results_dir=tmp_path / "results"))  # fmt: skip
+            return stack.enter_context(
+                Session(devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results")
+            )
 
         yield open_
 
@@ -150,8 +159,12 @@ def test_corstone_320_with_fake_fvp(open_session: Opener) -> None:
 
 def test_npu_cycle_budget_is_judged_with_fake_fvp(open_session: Opener) -> None:
     session = open_session("fvp-u55-echo")
-    tight = hil.Case("relu_non_negative", torch.nn.ReLU, non_negative,
-                     counter_budgets={"npu_cycles": {"fvp-u55-echo": 10}})  # fmt: skip
+    tight = hil.Case(
+        "relu_non_negative",
+        torch.nn.ReLU,
+        non_negative,
+        counter_budgets={"npu_cycles": {"fvp-u55-echo": 10}},
+    )
     result = session.check(tight, "fvp-u55-echo")
     assert result.verdict == "OVER BUDGET"
     assert [c.subject for c in result.failed_checks] == ["npu_cycles"]
@@ -161,8 +174,9 @@ def test_fast_mode_cycles_are_kept_apart_and_not_judged_with_fake_fvp(
     open_session: Opener,
 ) -> None:
     session = open_session("fvp-u55-echo", mode="fast")
-    tight = hil.Case("relu_non_negative", torch.nn.ReLU, non_negative,
-                     counter_budgets={"npu_cycles": {"*": 10}})  # fmt: skip
+    tight = hil.Case(
+        "relu_non_negative", torch.nn.ReLU, non_negative, counter_budgets={"npu_cycles": {"*": 10}}
+    )
     result = session.check(tight, "fvp-u55-echo")
     assert "npu_cycles" not in result.counters and result.counters["npu_cycles_fast"] > 0
     # Arm's --fast NPU model: its cycle counts are kept apart, so the npu_cycles budget has

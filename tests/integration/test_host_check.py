@@ -119,8 +119,9 @@ def test_truncated_cached_pte_is_rebuilt_and_reported(
 
 
 def test_latency_budget_breach_fails_with_both_numbers(session: Session) -> None:
-    case = Case("tiny_cnn", tiny_cnn, seeded((1, 3, 16, 16)),
-                budget_vs_eager={"host/portable": 1e-3})  # fmt: skip
+    case = Case(
+        "tiny_cnn", tiny_cnn, seeded((1, 3, 16, 16)), budget_vs_eager={"host/portable": 1e-3}
+    )
     result = session.check(case, "host", "portable")
     assert result.outputs_ok and result.verdict == "OVER BUDGET"
     (budget,) = [c for c in result.checks if c.question is Question.BUDGET]

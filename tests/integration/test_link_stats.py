@@ -19,10 +19,12 @@ def tiny(width: int) -> torch.nn.Module:
 
 def test_the_runner_counts_a_deploy_and_a_redeploy_moves_nothing(session: Session) -> None:
     recipe = make_recipe("portable")
-    first = session.artifact(session.built(Case("stats_a", lambda: tiny(16), seeded((1, 8)))),
-                             recipe)  # fmt: skip
-    other = session.artifact(session.built(Case("stats_b", lambda: tiny(24), seeded((1, 8)))),
-                             recipe)  # fmt: skip
+    first = session.artifact(
+        session.built(Case("stats_a", lambda: tiny(16), seeded((1, 8)))), recipe
+    )
+    other = session.artifact(
+        session.built(Case("stats_b", lambda: tiny(24), seeded((1, 8)))), recipe
+    )
     target = session.target("vboard")
     assert isinstance(target, SerialTarget)
     client = target.client

@@ -25,8 +25,15 @@ def inputs() -> tuple[torch.Tensor, torch.Tensor]:
 CASE = Case("inplace_add_relu", InplaceAddRelu, inputs)
 
 
-@pytest.mark.parametrize(("target", "recipe"), [("host", "portable"), ("vboard", "portable"), ("host", "xnnpack-int8"),
-                                                ("cortex-m55-ref", "cortex-m")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("target", "recipe"),
+    [
+        ("host", "portable"),
+        ("vboard", "portable"),
+        ("host", "xnnpack-int8"),
+        ("cortex-m55-ref", "cortex-m"),
+    ],
+)
 def test_a_model_that_writes_its_inputs_is_judged_on_the_inputs_given(
     session: Session, target: str, recipe: str
 ) -> None:

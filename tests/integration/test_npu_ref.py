@@ -157,8 +157,9 @@ def test_cpu_fallback_runs_end_to_end_and_is_reported(session: Session, target: 
 def test_a_cpu_operator_without_a_device_kernel_fails_unless_expected(session: Session) -> None:
     """The stand-in runs the CPU part on PyTorch's kernels; the device's runtime would refuse
     the program, so the case fails unless it states that it expects the gap, with the reason."""
-    result = session.check(lrn(expected_fallback=frozenset({"avg_pool3d"}), missing_kernels={}),
-                           "u85-ref")  # fmt: skip
+    result = session.check(
+        lrn(expected_fallback=frozenset({"avg_pool3d"}), missing_kernels={}), "u85-ref"
+    )
     assert result.verdict == "MISSING KERNEL" and result.outputs_ok
     with pytest.raises(MissingKernel, match=r"no kernel for aten::avg_pool3d.out"):
         result.raise_for_failures()

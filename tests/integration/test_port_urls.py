@@ -40,10 +40,15 @@ def network_port(tmp_path: Path) -> Iterator[str]:
     log = tmp_path / "socat.log"
     with log.open("w") as sink:
         server = subprocess.Popen(  # fork: a child per connection, as ser2net serves each client
-            ["socat", "-d", "-d", f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork",
-             f"FILE:{pty},raw,echo=0"],
+            [
+                "socat",
+                "-d",
+                "-d",
+                f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork",
+                f"FILE:{pty},raw,echo=0",
+            ],
             stderr=sink,
-        )  # fmt: skip
+        )
     # Wait for socat's own "listening" line: a probe connection would fork a child that holds
     # the pty too and, while it lingers, reads the runner's replies meant for hil.
     deadline = time.monotonic() + 10

@@ -16,12 +16,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # every recipe on one target that runs it: (target, recipe)
-RECIPES = [("host", "portable"), ("host", "xnnpack-fp32"), ("host", "xnnpack-int8"),
-           ("u55-ref", "ethos-u"), ("u85-ref", "ethos-u"), ("cortex-m55-ref", "cortex-m"),
-           ("tosa-fp-ref", "tosa-fp"), ("vgf-emu", "vgf"), ("vgf-emu", "vgf-fp")]  # fmt: skip
+RECIPES = [
+    ("host", "portable"),
+    ("host", "xnnpack-fp32"),
+    ("host", "xnnpack-int8"),
+    ("u55-ref", "ethos-u"),
+    ("u85-ref", "ethos-u"),
+    ("cortex-m55-ref", "cortex-m"),
+    ("tosa-fp-ref", "tosa-fp"),
+    ("vgf-emu", "vgf"),
+    ("vgf-emu", "vgf-fp"),
+]
 # side files whose bytes are the program's (logs, timings and the record itself are not)
-PROGRAM_FILES = ("model.pte", "delegates/*/out.tosa", "delegates/*/out.vgf",
-                 "host_program.json")  # fmt: skip
+PROGRAM_FILES = ("model.pte", "delegates/*/out.tosa", "delegates/*/out.vgf", "host_program.json")
 
 EXPORT = """
 import json, sys, torch
@@ -55,18 +62,32 @@ def export_all(tmp: Path, pristine: bool) -> dict[str, object]:
     if pristine:
         env["HIL_PRISTINE_EXPORT"] = "1"
     done = subprocess.run(
-        [sys.executable, "-c", EXPORT, str(REPO / "devices"), str(tmp / "cache"),
-         str(tmp / ("pristine" if pristine else "patched")), json.dumps(RECIPES)],
-        capture_output=True, text=True, env=env, timeout=1800, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            EXPORT,
+            str(REPO / "devices"),
+            str(tmp / "cache"),
+            str(tmp / ("pristine" if pristine else "patched")),
+            json.dumps(RECIPES),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     answer: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return answer
 
 
 def program_bytes(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for pattern in PROGRAM_FILES for p in sorted(folder.glob(pattern))}  # fmt: skip
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for pattern in PROGRAM_FILES
+        for p in sorted(folder.glob(pattern))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +143,14 @@ print(json.dumps(replaced))
 def test_a_pristine_process_runs_torch_and_executorch_as_shipped(pristine: bool) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env["HIL_PRISTINE_EXPORT"] = "1" if pristine else ""
-    done = subprocess.run([sys.executable, "-c", CHECK_ORIGINALS], capture_output=True,
-                          text=True, env=env, timeout=600, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_ORIGINALS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=True,
+    )
     replaced = json.loads(done.stdout.strip().splitlines()[-1])
     if pristine:
         assert not any(replaced.values()), replaced
@@ -163,8 +190,15 @@ def test_a_part_whose_shipped_code_changed_stays_out_and_the_export_is_right(
         "HIL_DEVICES": str(REPO / "devices"),
     }
     env.pop("HIL_PRISTINE_EXPORT", None)
-    done = subprocess.run([sys.executable, "-c", CHANGED_TORCH], capture_output=True, text=True,
-                          env=env, timeout=900, check=False, cwd=tmp_path)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CHANGED_TORCH],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert "preserve-check-once" not in answer["installed"]

@@ -39,8 +39,11 @@ def _relu() -> torch.nn.Module:
 
 
 # Non-negative inputs: the echo runner of the fake FVP returns its inputs, which ReLU keeps.
-CASE = Case("runner_kinds_relu", _relu, lambda: (torch.rand(1, 8, 4, 4,
-            generator=torch.Generator().manual_seed(0)),))  # fmt: skip
+CASE = Case(
+    "runner_kinds_relu",
+    _relu,
+    lambda: (torch.rand(1, 8, 4, 4, generator=torch.Generator().manual_seed(0)),),
+)
 
 
 @dataclass(frozen=True)
@@ -62,11 +65,15 @@ def _missing(*tools: str) -> tuple[str, ...]:
 
 KINDS = [
     Kind("serial", SerialTarget, "portable", _missing("cmake", "g++")),
-    Kind("ssh", SshTarget, "portable",
-         _missing("/usr/sbin/sshd", "qemu-aarch64", "aarch64-linux-gnu-g++")
-         + (() if os.geteuid() == 0 else ("root",))),
+    Kind(
+        "ssh",
+        SshTarget,
+        "portable",
+        _missing("/usr/sbin/sshd", "qemu-aarch64", "aarch64-linux-gnu-g++")
+        + (() if os.geteuid() == 0 else ("root",)),
+    ),
     Kind("fvp", FvpTarget, "ethos-u", _missing("qemu-system-arm", "arm-none-eabi-gcc")),
-]  # fmt: skip
+]
 
 
 def _device_file(kind: Kind, folder: Path) -> str:
@@ -106,8 +113,11 @@ def on_kind(
     folder = tmp_path / "devices"
     folder.mkdir()
     name = _device_file(kind, folder)
-    with Session(devices=DeviceRegistry.from_dirs([folder]), cache_dir=shared_cache,
-                 results_dir=tmp_path / "results") as session:  # fmt: skip
+    with Session(
+        devices=DeviceRegistry.from_dirs([folder]),
+        cache_dir=shared_cache,
+        results_dir=tmp_path / "results",
+    ) as session:
         session.check(CASE, name, kind.recipe)  # provisioned, the model held by the runner
         yield session, name
 

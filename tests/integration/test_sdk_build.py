@@ -22,8 +22,9 @@ from hil.sdk.boards import BOARDS, SdkBoard
 from hil.session import Session
 
 MISSING = [t for t in ("arm-none-eabi-gcc", "ninja") if shutil.which(t) is None]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not installed "
-                                "(make setup installs them)")  # fmt: skip
+pytestmark = pytest.mark.skipif(
+    bool(MISSING), reason=f"{', '.join(MISSING)} not installed (make setup installs them)"
+)
 
 
 def planned(trees: Trees, board: SdkBoard, sdk_root: Path, used: tuple[str, ...]) -> build.SdkPlan:
@@ -39,8 +40,12 @@ def test_qemu_m55_sdk_is_built_recorded_and_found_again_at_once(tmp_path: Path) 
     assert done.built_now
     sdk = done.sdk.prefix
     assert lines[0].startswith("[1/3] configure ExecuTorch") and lines[-1].startswith("SDK ready")
-    for library in ("executorch", "executorch_selected_kernels", "quantized_ops_lib",
-                    "cortex_m_ops_lib"):  # fmt: skip
+    for library in (
+        "executorch",
+        "executorch_selected_kernels",
+        "quantized_ops_lib",
+        "cortex_m_ops_lib",
+    ):
         assert (sdk / "lib" / f"lib{library}.a").is_file()
     assert not (sdk / "lib" / "libexecutorch_delegate_ethos_u.a").exists()
     assert (sdk / "lib/cmake/ExecuTorch/executorch-config.cmake").is_file()
@@ -67,8 +72,7 @@ def test_qemu_m55_sdk_is_built_recorded_and_found_again_at_once(tmp_path: Path) 
     assert found is not None and found.prefix == sdk
 
     (trees.executorch / "runtime" / "executor" / "program.h").write_text("// edited\n")
-    assert planned(trees, BOARDS["qemu-m55"], tmp_path / "sdk",
-                   ("aten::add.out",)).key != plan.key  # fmt: skip
+    assert planned(trees, BOARDS["qemu-m55"], tmp_path / "sdk", ("aten::add.out",)).key != plan.key
 
 
 def test_corstone_300_sdk_carries_the_delegate_and_the_u55_driver(tmp_path: Path) -> None:
@@ -107,17 +111,29 @@ class Tiny(torch.nn.Module):
 
 
 def test_the_command_takes_kernels_from_a_real_program_and_prints_the_sdk(
-    tmp_path: Path, session: Session, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    session: Session,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """--ops-from a .pte exported by hil (the portable recipe): its operator table decides the
     select list; the printed path is the SDK the qemu-m55 runner then links by itself."""
     pte = session.export(Case("sdk_tiny", Tiny, seeded((1, 8))), "host", "portable").pte_path
     trees = make_trees(tmp_path / "src")
     monkeypatch.setenv("HIL_SDK_DIR", str(tmp_path / "sdk"))
     monkeypatch.delenv("EXECUTORCH_ROOT", raising=False)
-    argv = ["sdk", "build", "--executorch", str(trees.executorch), "--cmsis-nn",
-            str(trees.cmsis_nn), "--board", "qemu-m55", "--ops-from", str(pte)]  # fmt: skip
+    argv = [
+        "sdk",
+        "build",
+        "--executorch",
+        str(trees.executorch),
+        "--cmsis-nn",
+        str(trees.cmsis_nn),
+        "--board",
+        "qemu-m55",
+        "--ops-from",
+        str(pte),
+    ]
     assert cli.main([*argv, "--dry-run"]) == 0
     dry = capsys.readouterr().out
     assert "-DEXECUTORCH_SELECT_OPS_LIST=aten::add.out,aten::relu.out" in dry

@@ -55,9 +55,11 @@ def test_a_float_model_runs_its_tosa_graph_in_the_reference_model(session: Sessi
 def test_a_bfloat16_model_is_lowered_with_the_extension_and_judged_in_bf16(
     session: Session,
 ) -> None:
-    case = case_from_module("conv_bf16", Conv(torch.bfloat16),
-                            (torch.randn(1, 2, 8, 8, generator=torch.Generator().manual_seed(1))
-                             .to(torch.bfloat16),))  # fmt: skip
+    case = case_from_module(
+        "conv_bf16",
+        Conv(torch.bfloat16),
+        (torch.randn(1, 2, 8, 8, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16),),
+    )
     result = session.check(case, TARGET, RecipeSpec("tosa-fp", {"extensions": ["bf16"]}))
     result.raise_for_failures()
     assert result.artifact.details["tosa_spec"] == "TOSA-1.0+FP+bf16"

@@ -137,9 +137,12 @@ def test_a_kernel_list_refuses_a_program_before_any_byte_is_sent(
     scale = Case("sdk_listed_scale", Scale, seeded((1, 8)))
     target = session.target("vboard")
     assert isinstance(target, SerialTarget)
-    target.driver.kernels = KernelList(frozenset({"aten::mul.out"}), frozenset({"aten::add.out"}),
-                                       "hil sdk build --executorch /et --board qemu-m55",
-                                       tmp_path / "kernels.json")  # fmt: skip
+    target.driver.kernels = KernelList(
+        frozenset({"aten::mul.out"}),
+        frozenset({"aten::add.out"}),
+        "hil sdk build --executorch /et --board qemu-m55",
+        tmp_path / "kernels.json",
+    )
     try:
         with pytest.raises(MissingKernel) as caught:
             session.check(scale, "vboard", "portable")

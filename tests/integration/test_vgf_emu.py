@@ -41,8 +41,10 @@ class ConvAddSigmoid(nn.Module):
 
 def case(name: str = "conv_add_sigmoid") -> hil.Case:
     generator = torch.Generator().manual_seed(3)
-    inputs = (torch.randn(1, 3, 8, 8, generator=generator),
-              torch.randn(1, 4, 6, 6, generator=generator))  # fmt: skip
+    inputs = (
+        torch.randn(1, 3, 8, 8, generator=generator),
+        torch.randn(1, 4, 6, 6, generator=generator),
+    )
     return case_from_module(name, ConvAddSigmoid(), inputs)
 
 
@@ -119,9 +121,14 @@ class WrongWeightVgfRecipe(VgfRecipe):
         details["delegates"] = [
             {**details["delegates"][0], "vgf_sha256": hashlib.sha256(data.data).hexdigest()}
         ]
-        return ExportProduct(bytes(serialize_pte_binary(pte)), product.output_scales,
-                             product.quantized_reference, product.quantized_ops,
-                             product.sensitivity, details)  # fmt: skip
+        return ExportProduct(
+            bytes(serialize_pte_binary(pte)),
+            product.output_scales,
+            product.quantized_reference,
+            product.quantized_ops,
+            product.sensitivity,
+            details,
+        )
 
 
 def test_a_wrong_weight_in_the_vgf_is_a_mismatch_that_names_the_delegate(
@@ -133,8 +140,9 @@ def test_a_wrong_weight_in_the_vgf_is_a_mismatch_that_names_the_delegate(
     monkeypatch.setitem(RECIPES, WrongWeightVgfRecipe.name, WrongWeightVgfRecipe)
     monkeypatch.setattr(VgfEmuTarget, "recipe_names", (WrongWeightVgfRecipe.name, "vgf-fp"))
     devices = DeviceRegistry.from_dirs([_device_with(tmp_path, WrongWeightVgfRecipe.name)])
-    with Session(devices=devices, cache_dir=tmp_path / "cache",
-                 results_dir=tmp_path / "results") as own:  # fmt: skip
+    with Session(
+        devices=devices, cache_dir=tmp_path / "cache", results_dir=tmp_path / "results"
+    ) as own:
         result = own.check(case("wrong_weight"), TARGET, WrongWeightVgfRecipe.name)
     assert result.verdict == "MISMATCH"
     message = result.failure_message() or ""

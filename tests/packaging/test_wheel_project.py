@@ -73,20 +73,50 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ".git", ".venv*", ".hil", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
         ),
     )
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-          "-q", "-w", str(root / "dist"), str(source)], cwd=root)  # fmt: skip
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(root / "dist"),
+            str(source),
+        ],
+        cwd=root,
+    )
     wheel = next((root / "dist").glob("hil-*.whl"))
     venv = root / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=root)
     python = venv / "bin" / "python"
-    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                      "['purelib'])"], cwd=root).stdout.strip())  # fmt: skip
+    site = Path(
+        _run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            cwd=root,
+        ).stdout.strip()
+    )
     # A plain path line: this environment's packages are importable, but its .pth hooks
     # (among them hil's editable install) are not run.
     (site / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     # --ignore-installed: the borrowed packages include this checkout's editable hil
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
-          "--ignore-installed", str(wheel)], cwd=root)  # fmt: skip
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "-q",
+            "--ignore-installed",
+            str(wheel),
+        ],
+        cwd=root,
+    )
     return venv
 
 
@@ -97,11 +127,26 @@ def test_a_scratch_project_runs_its_own_test_with_the_installed_wheel(
     project = tmp_path / "scratch"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_block.py").write_text(TEST_BLOCK)
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "PYTEST_ADDOPTS", "VIRTUAL_ENV")}  # fmt: skip
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PYTHONPATH", "PYTEST_ADDOPTS", "VIRTUAL_ENV")
+    }
     env.update(HIL_CACHE_DIR=str(shared_cache), PATH=f"{fresh_venv / 'bin'}:{env['PATH']}")
-    done = _run([str(fresh_venv / "bin" / "python"), "-m", "pytest", "-q", "-rA",
-                 "-p", "no:cacheprovider", f"--target={target}"], cwd=project, env=env)  # fmt: skip
+    done = _run(
+        [
+            str(fresh_venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            "-q",
+            "-rA",
+            "-p",
+            "no:cacheprovider",
+            f"--target={target}",
+        ],
+        cwd=project,
+        env=env,
+    )
     assert f"test_block[block-{target}-portable] " in done.stdout or (
         f"PASSED tests/test_block.py::test_block[block-{target}-portable]" in done.stdout
     ), done.stdout[-3000:]

@@ -72,10 +72,18 @@ def test_add_vgf():
 def run(pytester: pytest.Pytester, shared_cache: Path, *args: str) -> pytest.RunResult:
     pytester.makeini("[pytest]\n")  # a folder of the user's own, not hil's checkout
     return pytester.runpytest_subprocess(
-        "-p", "hil.executorch_ops", f"--hil-devices={REPO / 'devices'}",
-        f"--hil-cache-dir={shared_cache}", "--hil-results-dir=results", "-p", "no:cacheprovider",
-        "-p", "no:labgrid", "-rfs", *args,
-    )  # fmt: skip
+        "-p",
+        "hil.executorch_ops",
+        f"--hil-devices={REPO / 'devices'}",
+        f"--hil-cache-dir={shared_cache}",
+        "--hil-results-dir=results",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:labgrid",
+        "-rfs",
+        *args,
+    )
 
 
 def records(pytester: pytest.Pytester) -> list[dict[str, object]]:
@@ -86,8 +94,13 @@ def records(pytester: pytest.Pytester) -> list[dict[str, object]]:
 def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     pytester: pytest.Pytester, shared_cache: Path
 ) -> None:
-    result = run(pytester, shared_cache, str(wheel_ops() / "test_relu.py"), "--target=u85-ref",
-                 "--target=host")  # fmt: skip
+    result = run(
+        pytester,
+        shared_cache,
+        str(wheel_ops() / "test_relu.py"),
+        "--target=u85-ref",
+        "--target=host",
+    )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
     assert outcomes["passed"] >= 30
@@ -100,17 +113,25 @@ def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     assert {"TosaPipelineINT", "TosaPipelineFP", "EthosU85PipelineINT"} <= pipelines
     on_u85 = [r for r in found if r["target"] == "u85-ref"]
     assert on_u85 and all(r["recipe"] == "ethos-u" for r in on_u85)
-    assert {r["recipe"] for r in found if r["target"] == "host"} == {"portable", "xnnpack-fp32",
-                                                                   "xnnpack-int8"}  # fmt: skip
-    held = [a for r in on_u85 for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
-            if a["check"] == "check_count" and a["status"] == "judged"]  # fmt: skip
+    assert {r["recipe"] for r in found if r["target"] == "host"} == {
+        "portable",
+        "xnnpack-fp32",
+        "xnnpack-int8",
+    }
+    held = [
+        a
+        for r in on_u85
+        for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
+        if a["check"] == "check_count" and a["status"] == "judged"
+    ]
     assert held  # one delegate, as their pipeline asserts, judged on hil's partition
     assert "their rule" in text and "test_relu::test_relu_u85_INT[ones]" in text  # per-case
     from hil import cli
 
     out = pytester.path / "report"
-    assert cli.main(["report", "--results", str(pytester.path / "results"), "--out",
-                     str(out)]) == 0  # schema-checked when written  # fmt: skip
+    assert (
+        cli.main(["report", "--results", str(pytester.path / "results"), "--out", str(out)]) == 0
+    )  # schema-checked when written
     rows = json.loads((out / "report.json").read_text())["results"]
     theirs = [r["executorch"] for r in rows if r.get("executorch")]
     assert theirs and all(t["their_rule"] in ("PASS", "FAIL", "n/a") for t in theirs)
@@ -125,8 +146,15 @@ def test_the_wheels_float_add_rows_are_judged_in_their_own_float_types(
     """test_add's TosaPipelineFP lists tosa_extensions=["bf16"] for its float32, float16 and
     bfloat16 rows alike: each row is judged in its inputs' type (bf16 in bf16 ulps), on host
     and on tosa-fp-ref (their own TOSA-1.0+FP+bf16 lowering in the TOSA reference model)."""
-    result = run(pytester, shared_cache, str(wheel_ops() / "test_add.py"), "--target=host",
-                 "--target=tosa-fp-ref", "-k", "test_add_tensor_tosa_FP and not FP_")  # fmt: skip
+    result = run(
+        pytester,
+        shared_cache,
+        str(wheel_ops() / "test_add.py"),
+        "--target=host",
+        "--target=tosa-fp-ref",
+        "-k",
+        "test_add_tensor_tosa_FP and not FP_",
+    )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and "skipped" not in outcomes, result.stdout.str()[-3000:]
     judged = [r for r in records(pytester) if "executorch" in r]
@@ -135,8 +163,10 @@ def test_the_wheels_float_add_rows_are_judged_in_their_own_float_types(
     assert all(r["verdict"] == "PASS" for r in judged)
     assert {r["recipe"] for r in judged} == {"portable", "xnnpack-fp32", "tosa-fp"}
     on_tosa = [r for r in judged if r["target"] == "tosa-fp-ref"]
-    assert all(r["artifact"]["details"]["tosa_spec"] == "TOSA-1.0+FP+bf16"  # type: ignore[index]
-               for r in on_tosa)  # fmt: skip
+    assert all(
+        r["artifact"]["details"]["tosa_spec"] == "TOSA-1.0+FP+bf16"  # type: ignore[index]
+        for r in on_tosa
+    )
     bf16 = [
         c["basis"]
         for r in judged
@@ -153,13 +183,22 @@ def test_float8_rows_on_tosa_fp_ref_check_their_tosa_counts_and_say_what_eager_c
     """test_conv2d's float8 rows: their TOSA operator counts are judged on hil's lowering (the
     test's own TOSA specification); torch has no float8 convolution, so the outputs are NOT
     JUDGED, saying so (their test compares nothing either)."""
-    result = run(pytester, shared_cache, str(wheel_ops() / "test_conv2d.py"),
-                 "--target=tosa-fp-ref", "-k", "tosa_FP_fp8")  # fmt: skip
+    result = run(
+        pytester,
+        shared_cache,
+        str(wheel_ops() / "test_conv2d.py"),
+        "--target=tosa-fp-ref",
+        "-k",
+        "tosa_FP_fp8",
+    )
     result.assert_outcomes(skipped=2)
     assert "eager PyTorch cannot run the model" in result.stdout.str()
-    counts = [a for r in records(pytester)
-              for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
-              if a["check"] == "count_tosa_ops"]  # fmt: skip
+    counts = [
+        a
+        for r in records(pytester)
+        for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
+        if a["check"] == "count_tosa_ops"
+    ]
     assert len(counts) == 2 and all(a["status"] == "judged" for a in counts)
     assert all(a["found"] == {"CONV2D": 1, "CAST": 1} for a in counts)
 
@@ -177,8 +216,11 @@ def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
     )
     assert "never called its run(): nothing was judged" in text
     assert "VgfPipeline runs on vgf-emu (the VGF recipes), not on u85-ref" in text
-    variants = {str(r["case"]): r["executorch"]["variant"]  # type: ignore[index]
-                for r in records(pytester) if "executorch" in r}  # fmt: skip
+    variants = {
+        str(r["case"]): r["executorch"]["variant"]  # type: ignore[index]
+        for r in records(pytester)
+        if "executorch" in r
+    }
     assert variants["test_authored::test_add_u85_INT_a16w8"] == "a16w8"
     assert variants["test_authored::test_add_tosa_INT_16a8w_by_config"] == "a16w8"
     assert variants["test_authored::test_add_tosa_INT_asserts_two_delegates"] == "int8"
@@ -190,8 +232,13 @@ def test_the_cortex_m_harness_runs_on_cortex_m55_ref(
     """CortexMTester's test_dialect and test_implementation, one hil check each; their op counts
     after the cortex_m passes judged on hil's lowering; the broadcast cases they expect to fail
     their own assertions are expected failures here, for the same reason."""
-    result = run(pytester, shared_cache, str(wheel_ops("cortex_m") / "test_add.py"),
-                 "--target=cortex-m55-ref", "-rx")  # fmt: skip
+    result = run(
+        pytester,
+        shared_cache,
+        str(wheel_ops("cortex_m") / "test_add.py"),
+        "--target=cortex-m55-ref",
+        "-rx",
+    )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
     assert outcomes["passed"] >= 30 and outcomes["xfailed"] >= 3
@@ -199,8 +246,12 @@ def test_the_cortex_m_harness_runs_on_cortex_m55_ref(
     assert "ExecuTorch expects it (Broadcasting is not supported in Cortex-M backend)" in text
     found = [r for r in records(pytester) if "executorch" in r]
     assert {r["executorch"]["pipeline"] for r in found} == {"CortexMTester"}  # type: ignore[index]
-    judged = [a for r in found for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
-              if a["after"] == "run_passes" and a["status"] == "judged"]  # fmt: skip
+    judged = [
+        a
+        for r in found
+        for a in r["executorch"]["stage_assertions"]  # type: ignore[index]
+        if a["after"] == "run_passes" and a["status"] == "judged"
+    ]
     assert judged  # cortex_m::quantized_add and its quantize/dequantize, as they count them
     inplace = [r for r in found if "inplace_add_relu" in str(r["case"])]
     assert inplace and all(r["verdict"] == "PASS" for r in inplace)  # writes its own input
@@ -212,8 +263,9 @@ def test_the_wheels_vgf_add_rows_run_on_vgf_emu(
     """Their VgfPipeline rows of test_add (int8, a16w8 and the float types) on the ML SDK's
     emulation layer: each on the recipe its `quantize` picks, none refused for want of a
     model-converter on PATH (hil brings it)."""
-    result = run(pytester, shared_cache, str(wheel_ops() / "test_add.py"), "-k", "vgf",
-                 "--target=vgf-emu")  # fmt: skip
+    result = run(
+        pytester, shared_cache, str(wheel_ops() / "test_add.py"), "-k", "vgf", "--target=vgf-emu"
+    )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
     assert outcomes["passed"] >= 30
@@ -228,6 +280,13 @@ def test_a_none_argument_of_their_module_is_a_constant(
 ) -> None:
     """test_div_tensor_mode's module takes `rounding_mode=None` as an argument: exported as the
     constant it is, on every target (it was refused as an input)."""
-    result = run(pytester, shared_cache, str(wheel_ops() / "test_div_tensor_mode.py"), "-k",
-                 "tosa_INT and mode_none", "--target=u85-ref", "--target=host")  # fmt: skip
+    result = run(
+        pytester,
+        shared_cache,
+        str(wheel_ops() / "test_div_tensor_mode.py"),
+        "-k",
+        "tosa_INT and mode_none",
+        "--target=u85-ref",
+        "--target=host",
+    )
     result.assert_outcomes(passed=2)

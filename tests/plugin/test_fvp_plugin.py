@@ -52,14 +52,21 @@ def test_hang(hil_target, hil_check):
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, shared_cache: Path,
-            monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:  # fmt: skip
+def project(
+    pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
     devices = pytester.mkdir("devices")
     shutil.copy(REPO / "devices" / "fvp-u85.yaml", devices)
     echo = yaml.safe_load((REPO / "devices" / "fvp-u55.yaml").read_text())
     echo["name"] = "fvp-echo"
-    echo["connection"].update(engine="echo", time_limit_s=300, boot_timeout_s=60,
-                              reply_timeout_s=5, bytes_per_s=10000, run_timeout_s=3)  # fmt: skip
+    echo["connection"].update(
+        engine="echo",
+        time_limit_s=300,
+        boot_timeout_s=60,
+        reply_timeout_s=5,
+        bytes_per_s=10000,
+        run_timeout_s=3,
+    )
     echo["latency"].update(max_runs=5)
     (devices / "fvp-echo.yaml").write_text(yaml.safe_dump(echo))
     pytester.makepyfile(test_fvp_suite=SUITE)
@@ -76,8 +83,11 @@ def project(pytester: pytest.Pytester, shared_cache: Path,
 def test_without_an_fvp_every_case_skips_with_one_reason(project: pytest.Pytester) -> None:
     result = project.runpytest("--target=fvp-u85", "-rs")
     result.assert_outcomes(skipped=5)  # no errors, no xfails
-    skips = [re.match(r"SKIPPED \[(\d+)\] [^:]+:\d+: (.*)", line)
-             for line in result.stdout.lines if line.startswith("SKIPPED")]  # fmt: skip
+    skips = [
+        re.match(r"SKIPPED \[(\d+)\] [^:]+:\d+: (.*)", line)
+        for line in result.stdout.lines
+        if line.startswith("SKIPPED")
+    ]
     assert sum(int(s[1]) for s in skips if s) == 5
     assert {s[2] for s in skips if s} == {  # one reason for all (pytest groups by test line)
         "target fvp-u85 unavailable: FVP_Corstone_SSE-320 (the corstone-320 FVP) is not "
@@ -98,8 +108,9 @@ def test_without_an_fvp_the_require_option_errors(project: pytest.Pytester) -> N
     not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
     reason="the fake FVP runs the runner in QEMU: apt-get install qemu-system-arm gcc-arm-none-eabi",
 )
-def test_failure_classes_with_fake_fvp(project: pytest.Pytester, shared_cache: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_failure_classes_with_fake_fvp(
+    project: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = install(project.path / "fvp-bin")
     monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
     monkeypatch.setenv(ARTIFACTS_ENV, str(shared_cache))
@@ -109,17 +120,19 @@ def test_failure_classes_with_fake_fvp(project: pytest.Pytester, shared_cache: P
     # OVER BUDGET on its PMU cycles, the fault (CRASH) and the hang (INFRA) fail, and the
     # summary lists those two apart as problems of the lab
     result.assert_outcomes(skipped=2, failed=3)
-    result.stdout.fnmatch_lines([
-        "*hil summary*",
-        "Corstone FVP: NPU cycles from the Ethos-U PMU beside Vela's estimate for the same .pte",
-        "  fvp-echo: FVP_Corstone_SSE-300_Ethos-U55 0.0.0 (hil fake FVP), ethos-u55-128 "
-        "(accurate mode), runner corstone-300-* (echo engine)",
-        "case*target*NPU cycles (FVP PMU)*NPU cycles (Vela est)*FVP/Vela*CPU cycles*verdict",
-        "relu *fvp-echo*1.00*NOT JUDGED",
-        "conv *fvp-echo*1.00*NOT JUDGED",
-        "relu_budget *fvp-echo*1.00*OVER BUDGET",
-        "infrastructure and target problems: 1 CRASH, 1 INFRA (not verdicts on the model; "
-        "model verdicts: *",
-        "  CRASH  relu_fault on fvp-echo [[]ethos-u]: TargetCrash: *the runner faulted*",
-        "  INFRA  relu_hang on fvp-echo [[]ethos-u]: LinkTimeout: *the FVP still runs; FVP log: *",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*hil summary*",
+            "Corstone FVP: NPU cycles from the Ethos-U PMU beside Vela's estimate for the same .pte",
+            "  fvp-echo: FVP_Corstone_SSE-300_Ethos-U55 0.0.0 (hil fake FVP), ethos-u55-128 "
+            "(accurate mode), runner corstone-300-* (echo engine)",
+            "case*target*NPU cycles (FVP PMU)*NPU cycles (Vela est)*FVP/Vela*CPU cycles*verdict",
+            "relu *fvp-echo*1.00*NOT JUDGED",
+            "conv *fvp-echo*1.00*NOT JUDGED",
+            "relu_budget *fvp-echo*1.00*OVER BUDGET",
+            "infrastructure and target problems: 1 CRASH, 1 INFRA (not verdicts on the model; "
+            "model verdicts: *",
+            "  CRASH  relu_fault on fvp-echo [[]ethos-u]: TargetCrash: *the runner faulted*",
+            "  INFRA  relu_hang on fvp-echo [[]ethos-u]: LinkTimeout: *the FVP still runs; FVP log: *",
+        ]
+    )

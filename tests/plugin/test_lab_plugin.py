@@ -93,10 +93,13 @@ def test_quarantined_failures_and_passes_are_reported_as_such(project: pytest.Py
 def test_quarantine_never_hides_a_lost_link(project: pytest.Pytester) -> None:
     path = project.path / "quarantine.yaml"
     expires = datetime.date.today() + datetime.timedelta(days=30)
-    path.write_text(f"- {{case: 'lost-host-*', reason: flaky board, issue: HIL-33, "
-                    f"expires: {expires.isoformat()}}}\n")  # fmt: skip
-    result = project.runpytest("--target=host", f"--hil-quarantine={path}",
-                               "test_suite.py::test_link_lost")  # fmt: skip
+    path.write_text(
+        f"- {{case: 'lost-host-*', reason: flaky board, issue: HIL-33, "
+        f"expires: {expires.isoformat()}}}\n"
+    )
+    result = project.runpytest(
+        "--target=host", f"--hil-quarantine={path}", "test_suite.py::test_link_lost"
+    )
     result.assert_outcomes(failed=1)  # an infrastructure failure is no known test failure
     result.stdout.fnmatch_lines(["*LinkTimeout: the board stopped answering*"])
 

@@ -284,11 +284,13 @@ def test_a_budget_the_target_cannot_judge_is_not_judged_never_a_pass(
     project.makepyfile(test_unjudged=UNJUDGED)
     result = project.runpytest("test_unjudged.py", "--target=host", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines([
-        "cycles*NOT JUDGED*",
-        "*SKIPPED*cycles on host [[]portable[]]: NOT JUDGED: npu_cycles: the target does not "
-        "report this counter*",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "cycles*NOT JUDGED*",
+            "*SKIPPED*cycles on host [[]portable[]]: NOT JUDGED: npu_cycles: the target does not "
+            "report this counter*",
+        ]
+    )
     required = project.runpytest("test_unjudged.py", "--target=host", "--hil-require")
     required.assert_outcomes(failed=1)
     required.stdout.fnmatch_lines(["*--hil-require: cycles on host*NOT JUDGED*"])

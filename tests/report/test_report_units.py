@@ -42,10 +42,22 @@ def test_large_latency_moves_read_as_factors() -> None:
 
 def test_reproducing_a_line_drops_selection_targets_and_output_folders() -> None:
     args = [
-        "suites", "--target=host", "--target", "u85-ref", "-k", "conv", "--hil-full",
-        "--alluredir", "out/allure", "--hil-report=out/r", "--hil-results-dir", "x",
-        "-p", "no:cacheprovider", "--hil-devices=lab/devices",
-    ]  # fmt: skip
+        "suites",
+        "--target=host",
+        "--target",
+        "u85-ref",
+        "-k",
+        "conv",
+        "--hil-full",
+        "--alluredir",
+        "out/allure",
+        "--hil-report=out/r",
+        "--hil-results-dir",
+        "x",
+        "-p",
+        "no:cacheprovider",
+        "--hil-devices=lab/devices",
+    ]
     kept = selection_free(args, positional=["suites"])
     assert kept == ["--hil-full", "-p", "no:cacheprovider", "--hil-devices=lab/devices"]
 

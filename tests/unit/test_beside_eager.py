@@ -20,8 +20,12 @@ def windows_of(*best_us: float) -> tuple[Callable[[], RunResult], list[RunResult
 
     def run() -> RunResult:
         best = next(times)
-        made.append(RunResult(outputs=(np.full(2, len(made), np.float32),),
-                              timings_us=(best * 1.2, best, best * 1.5)))  # fmt: skip
+        made.append(
+            RunResult(
+                outputs=(np.full(2, len(made), np.float32),),
+                timings_us=(best * 1.2, best, best * 1.5),
+            )
+        )
         return made[-1]
 
     return run, made

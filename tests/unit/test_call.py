@@ -52,8 +52,9 @@ def test_another_constant_is_another_model() -> None:
 
 
 class Divide(torch.nn.Module):
-    def forward(self, x: torch.Tensor, y: torch.Tensor, mode: str | None,
-                dtype: torch.dtype) -> torch.Tensor:  # fmt: skip
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor, mode: str | None, dtype: torch.dtype
+    ) -> torch.Tensor:
         return torch.div(x, y, rounding_mode=mode).to(dtype)
 
 
@@ -74,10 +75,11 @@ def test_none_strings_and_dtypes_are_constants_the_program_is_exported_with(
 def test_a_none_constant_is_another_model_than_a_string() -> None:
     x = torch.randn(4)
     fingerprints = {
-        model_fingerprint(hil.case_from_module("div", Divide(), (x, x, m, torch.float32))
-                          .build().module)
+        model_fingerprint(
+            hil.case_from_module("div", Divide(), (x, x, m, torch.float32)).build().module
+        )
         for m in (None, "floor", "None")
-    }  # fmt: skip
+    }
     assert len(fingerprints) == 3
 
 

@@ -15,8 +15,9 @@ RECIPE = "hil.recipes.portable"
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Path:
-    shutil.copytree(package_root() / "hil", tmp_path / "hil",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(
+        package_root() / "hil", tmp_path / "hil", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return tmp_path
 
 
@@ -38,8 +39,12 @@ def test_the_closure_follows_imports_a_recipe_only_reaches_through_others(scratc
 def test_a_docstring_or_comment_edit_keeps_the_key(scratch: Path) -> None:
     before = code_key(RECIPE, scratch)
     edit(scratch, "hil.recipes.lowering", '"""', '"""An edited docstring. ')
-    edit(scratch, "hil.verdict.tolerances", "FP32_ATOL = 1e-5",
-         "FP32_ATOL = 1e-5  # an edited comment")  # fmt: skip
+    edit(
+        scratch,
+        "hil.verdict.tolerances",
+        "FP32_ATOL = 1e-5",
+        "FP32_ATOL = 1e-5  # an edited comment",
+    )
     assert code_key(RECIPE, scratch) == before
 
 

@@ -92,33 +92,68 @@ connection: {host: pi5.lab, user: pi, identity: ~/.ssh/id, known_hosts: ~/.ssh/k
 # The three mistakes a hand-written connection section makes (a misspelt key, a value of the
 # wrong type, a part left out), for every kind: each is refused when the file loads, naming the
 # file, the key's full path, what it must be and what it was.
-@pytest.mark.parametrize(("name", "text", "message"), [
-    ("host", "name: host\nkind: host\nrecipes: [portable]\nconnection: {thread: 2}\n",
-     "key 'connection.thread' must be one of the known keys (threads), got 'thread'"),
-    ("host", "name: host\nkind: host\nrecipes: [portable]\nconnection: {threads: two}\n",
-     "key 'connection.threads' must be a positive integer, got 'two'"),
-    ("board", VALID.replace("{port: /dev/ttyACM0}", "{port: /dev/ttyACM0, baud: 9600}"),
-     "key 'connection.baud' must be one of the known keys (port, virtual, baudrate, "),
-    ("board", VALID.replace("{port: /dev/ttyACM0}", "{port: /dev/ttyACM0, baudrate: fast}"),
-     "key 'connection.baudrate' must be a positive integer, got 'fast'"),
-    ("board", VALID.replace("{port: /dev/ttyACM0}", "{baudrate: 9600}"),
-     "key 'connection' must be exactly one of port (a device node or URL), virtual "
-     "(host-runner, qemu-mps3-an547) or labgrid, got {'baudrate': 9600}"),
-    ("pi-x", SSH.replace("user: pi,", "usr: pi,"),
-     "key 'connection.usr' must be one of the known keys (host, user, identity, "),
-    ("pi-x", SSH.replace("host: pi5.lab", "host: [pi5]"),
-     "key 'connection.host' must be a string, got ['pi5']"),
-    ("pi-x", SSH.replace("user: pi, ", ""),
-     "key 'connection.user' must be a string (an ssh device needs host, user, identity and "
-     "known_hosts, or virtual: emulated-pi, or labgrid), got nothing"),
-    ("fvp-x", FVP.replace("{platform: corstone-320}", "{platform: corstone-320, stats: true}"),
-     "key 'connection.stats' must be one of the known keys (platform, num_macs, mode, "),
-    ("fvp-x", FVP.replace("{platform: corstone-320}", "{platform: corstone-320, "
-                          "time_limit_s: soon}"),
-     "key 'connection.time_limit_s' must be a positive number, got 'soon'"),
-    ("fvp-x", FVP.replace("{platform: corstone-320}", "{mode: fast}"),
-     "key 'connection.platform' must be one of corstone-300, corstone-320, got nothing"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        (
+            "host",
+            "name: host\nkind: host\nrecipes: [portable]\nconnection: {thread: 2}\n",
+            "key 'connection.thread' must be one of the known keys (threads), got 'thread'",
+        ),
+        (
+            "host",
+            "name: host\nkind: host\nrecipes: [portable]\nconnection: {threads: two}\n",
+            "key 'connection.threads' must be a positive integer, got 'two'",
+        ),
+        (
+            "board",
+            VALID.replace("{port: /dev/ttyACM0}", "{port: /dev/ttyACM0, baud: 9600}"),
+            "key 'connection.baud' must be one of the known keys (port, virtual, baudrate, ",
+        ),
+        (
+            "board",
+            VALID.replace("{port: /dev/ttyACM0}", "{port: /dev/ttyACM0, baudrate: fast}"),
+            "key 'connection.baudrate' must be a positive integer, got 'fast'",
+        ),
+        (
+            "board",
+            VALID.replace("{port: /dev/ttyACM0}", "{baudrate: 9600}"),
+            "key 'connection' must be exactly one of port (a device node or URL), virtual "
+            "(host-runner, qemu-mps3-an547) or labgrid, got {'baudrate': 9600}",
+        ),
+        (
+            "pi-x",
+            SSH.replace("user: pi,", "usr: pi,"),
+            "key 'connection.usr' must be one of the known keys (host, user, identity, ",
+        ),
+        (
+            "pi-x",
+            SSH.replace("host: pi5.lab", "host: [pi5]"),
+            "key 'connection.host' must be a string, got ['pi5']",
+        ),
+        (
+            "pi-x",
+            SSH.replace("user: pi, ", ""),
+            "key 'connection.user' must be a string (an ssh device needs host, user, identity and "
+            "known_hosts, or virtual: emulated-pi, or labgrid), got nothing",
+        ),
+        (
+            "fvp-x",
+            FVP.replace("{platform: corstone-320}", "{platform: corstone-320, stats: true}"),
+            "key 'connection.stats' must be one of the known keys (platform, num_macs, mode, ",
+        ),
+        (
+            "fvp-x",
+            FVP.replace("{platform: corstone-320}", "{platform: corstone-320, time_limit_s: soon}"),
+            "key 'connection.time_limit_s' must be a positive number, got 'soon'",
+        ),
+        (
+            "fvp-x",
+            FVP.replace("{platform: corstone-320}", "{mode: fast}"),
+            "key 'connection.platform' must be one of corstone-300, corstone-320, got nothing",
+        ),
+    ],
+)
 def test_each_kinds_connection_mistakes_are_refused_when_the_file_loads(
     tmp_path: Path, name: str, text: str, message: str
 ) -> None:

@@ -31,8 +31,9 @@ def by_what(diagnosis: Any) -> dict[str, Any]:
     return {f.what: f for f in diagnosis.findings}
 
 
-def test_missing_fvp_verdict_is_the_skip_reason(no_fvp: None, repo_devices: DeviceRegistry,
-                                                tmp_path: Path) -> None:  # fmt: skip
+def test_missing_fvp_verdict_is_the_skip_reason(
+    no_fvp: None, repo_devices: DeviceRegistry, tmp_path: Path
+) -> None:
     spec = repo_devices.get("fvp-u85")
     diagnosis = diagnose(spec)
     found = by_what(diagnosis)
@@ -72,8 +73,9 @@ def test_fvp_with_the_fake_binary_is_ready_with_its_version(
 def test_macs_disagreement_is_refused_when_the_file_loads(tmp_path: Path) -> None:
     data = yaml.safe_load((REPO / "devices" / "fvp-u55.yaml").read_text())
     data["connection"]["num_macs"] = 256
-    with pytest.raises(DeviceSpecError, match="num_macs is 256, but the device's npu "
-                       "ethos-u55-128 has 128 MACs"):  # fmt: skip
+    with pytest.raises(
+        DeviceSpecError, match="num_macs is 256, but the device's npu ethos-u55-128 has 128 MACs"
+    ):
         parse_device(data, tmp_path / "fvp-u55.yaml")
 
 
@@ -83,10 +85,14 @@ def test_cli_doctor_exit_code_is_strict_only_on_request(
     assert cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "fvp-u55"]) == 0
     out = capsys.readouterr().out
     assert "fvp-u55 (fvp)" in out and "=> skipped by pytest: target fvp-u55 unavailable" in out
-    assert cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "fvp-u55",
-                     "--strict"]) == 1  # fmt: skip
-    assert cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "host",
-                     "--strict"]) == 0  # fmt: skip
+    assert (
+        cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "fvp-u55", "--strict"])
+        == 1
+    )
+    assert (
+        cli.main(["--devices", str(REPO / "devices"), "doctor", "--target", "host", "--strict"])
+        == 0
+    )
 
 
 def test_without_an_sdk_doctor_prints_the_hil_sdk_build_line(
@@ -97,9 +103,15 @@ def test_without_an_sdk_doctor_prints_the_hil_sdk_build_line(
     assert qemu.status == MISSING and "no ExecuTorch SDK is built" in qemu.detail
     assert qemu.fix == "hil sdk build --executorch <executorch checkout> --board qemu-m55"
     fvp = by_what(diagnose(repo_devices.get("fvp-u55")))["ExecuTorch for the CPU"]
-    assert fvp.fix is not None and ("hil sdk build --executorch <executorch checkout> "
-                                    "--ethos-u-driver <ethos-u-core-driver> --cmsis <CMSIS> "
-                                    "--board fvp-u55") in fvp.fix  # fmt: skip
+    assert (
+        fvp.fix is not None
+        and (
+            "hil sdk build --executorch <executorch checkout> "
+            "--ethos-u-driver <ethos-u-core-driver> --cmsis <CMSIS> "
+            "--board fvp-u55"
+        )
+        in fvp.fix
+    )
 
 
 def test_an_sdk_built_here_is_found_and_its_checkouts_fill_the_next_line(
@@ -110,23 +122,36 @@ def test_an_sdk_built_here_is_found_and_its_checkouts_fill_the_next_line(
     monkeypatch.setenv("HIL_SDK_DIR", str(tmp_path / "sdk"))
     prefix = tmp_path / "sdk" / "qemu-m55-0123"
     (prefix / "lib").mkdir(parents=True)
-    (prefix / "sdk.json").write_text(json.dumps({
-        "board": {"name": "qemu-m55", "npu": None}, "device": "qemu-m55", "built_at": 1.0,
-        "sources": {"executorch": "/src/executorch", "cmsis_nn": "/src/cmsis-nn"},
-    }))  # fmt: skip
+    (prefix / "sdk.json").write_text(
+        json.dumps(
+            {
+                "board": {"name": "qemu-m55", "npu": None},
+                "device": "qemu-m55",
+                "built_at": 1.0,
+                "sources": {"executorch": "/src/executorch", "cmsis_nn": "/src/cmsis-nn"},
+            }
+        )
+    )
     qemu = by_what(diagnose(repo_devices.get("qemu-m55")))["runner engine"]
     assert qemu.status == OK and qemu.detail == f"ExecuTorch from the SDK {prefix} (hil sdk build)"
     fvp = by_what(diagnose(repo_devices.get("fvp-u85")))["ExecuTorch for the CPU"]
-    assert fvp.fix is not None and ("hil sdk build --executorch /src/executorch --cmsis-nn "
-                                    "/src/cmsis-nn --ethos-u-driver") in fvp.fix  # fmt: skip
+    assert (
+        fvp.fix is not None
+        and ("hil sdk build --executorch /src/executorch --cmsis-nn /src/cmsis-nn --ethos-u-driver")
+        in fvp.fix
+    )
 
 
 def test_vgf_emu_doctor_names_the_sdk_the_device_and_the_layers(
     repo_devices: DeviceRegistry,
 ) -> None:
     found = by_what(diagnose(repo_devices.get("vgf-emu")))
-    for distribution in ("ai-ml-sdk-model-converter", "ai-ml-sdk-scenario-runner",
-                         "ai-ml-emulation-layer-for-vulkan", "ai-ml-sdk-vgf-library"):  # fmt: skip
+    for distribution in (
+        "ai-ml-sdk-model-converter",
+        "ai-ml-sdk-scenario-runner",
+        "ai-ml-emulation-layer-for-vulkan",
+        "ai-ml-sdk-vgf-library",
+    ):
         if found[distribution].status != OK:
             pytest.skip(f"{distribution} is not installed here: {found[distribution].fix}")
         assert found[distribution].detail == "0.11.0"  # the pinned version

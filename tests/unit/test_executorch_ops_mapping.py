@@ -64,20 +64,29 @@ def test_variants_come_from_their_options_and_the_config_they_set() -> None:
         "weights": "int8",
         "symmetric_io": False,
     }
-    assert mapping.variant_of(call("TosaPipelineINT", tosa_extensions=["int16"]),
-                              "ethos-u").label == "a16w8"  # fmt: skip
-    assert mapping.variant_of(call("EthosU85PipelineINT", a16w8_quantization=True),
-                              "ethos-u").options["a16w8"] is True  # fmt: skip
+    assert (
+        mapping.variant_of(call("TosaPipelineINT", tosa_extensions=["int16"]), "ethos-u").label
+        == "a16w8"
+    )
+    assert (
+        mapping.variant_of(call("EthosU85PipelineINT", a16w8_quantization=True), "ethos-u").options[
+            "a16w8"
+        ]
+        is True
+    )
     by_config = mapping.variant_of(
         call("EthosU85PipelineINT", get_symmetric_a16w8_quantization_config()), "ethos-u"
     )
     assert by_config.label == "a16w8"  # set_global wins over the (absent) flag
-    a8w4 = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a8w4_quantization_config(
-        is_per_channel=False)), "ethos-u")  # fmt: skip
+    a8w4 = mapping.variant_of(
+        call("TosaPipelineINT", get_symmetric_a8w4_quantization_config(is_per_channel=False)),
+        "ethos-u",
+    )
     assert a8w4.label == "a8w4 per-tensor" and a8w4.options["weights"] == "int4"
     assert a8w4.options["per_channel"] is False
-    per_tensor = mapping.variant_of(call("TosaPipelineINT", get_symmetric_quantization_config(
-        is_per_channel=False)), "ethos-u")  # fmt: skip
+    per_tensor = mapping.variant_of(
+        call("TosaPipelineINT", get_symmetric_quantization_config(is_per_channel=False)), "ethos-u"
+    )
     assert per_tensor.options["per_channel"] is False
     io = mapping.variant_of(call("TosaPipelineINT", symmetric_io_quantization=True), "ethos-u")
     assert io.options["symmetric_io"] is True and io.label == "int8 symmetric-io"
@@ -97,8 +106,9 @@ def test_a_float_program_is_judged_in_its_own_float_type() -> None:
     assert variant(*nested) == mapping.Variant("fp16")  # cat's tuple of tensors
     assert variant(torch.ones(2, dtype=torch.float16)) == mapping.Variant("fp16")
     assert variant(torch.ones(2, dtype=torch.bfloat16)).label == "bf16"
-    weights_only = variant(torch.ones(2, dtype=torch.int32),
-                           module=torch.nn.Linear(2, 2).to(torch.bfloat16))  # fmt: skip
+    weights_only = variant(
+        torch.ones(2, dtype=torch.int32), module=torch.nn.Linear(2, 2).to(torch.bfloat16)
+    )
     assert weights_only == mapping.Variant("bf16")
     assert variant(torch.ones(2, dtype=torch.int32)) == mapping.Variant("fp32")
     fp8 = call("TosaPipelineFP", tosa_extensions=["fp8e4m3", "bf16"], tosa_version="1.0")
@@ -114,11 +124,13 @@ def test_what_a_recipe_cannot_honour_is_named() -> None:
         get_symmetric_a16w8_quantization_config,
     )
 
-    on_host = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a16w8_quantization_config()),
-                                 "xnnpack-int8")  # fmt: skip
+    on_host = mapping.variant_of(
+        call("TosaPipelineINT", get_symmetric_a16w8_quantization_config()), "xnnpack-int8"
+    )
     assert on_host.unsupported and "16-bit activations" in on_host.unsupported
-    on_m55 = mapping.variant_of(call("TosaPipelineINT", get_symmetric_a16w8_quantization_config()),
-                                "cortex-m")  # fmt: skip
+    on_m55 = mapping.variant_of(
+        call("TosaPipelineINT", get_symmetric_a16w8_quantization_config()), "cortex-m"
+    )
     assert on_m55.options == {"int16_activations": True}
     fp8 = call("TosaPipelineFP", tosa_extensions=["fp8e4m3"])
     fp8.inputs = (torch.zeros(2).to(torch.float8_e4m3fn),)
@@ -133,9 +145,13 @@ def test_what_a_recipe_cannot_honour_is_named() -> None:
 def test_a_stand_in_records_their_edits() -> None:
     noted: list[PipelineCall] = []
     pipeline_class = bind("EthosU85PipelineINT", noted.append)
-    pipeline = pipeline_class[tuple](torch.nn.ReLU(), torch.zeros(2), "torch.ops.aten.relu.default",
-                                     "executorch_exir_dialects_edge__ops_aten_relu_default",
-                                     a16w8_quantization=True)  # fmt: skip
+    pipeline = pipeline_class[tuple](
+        torch.nn.ReLU(),
+        torch.zeros(2),
+        "torch.ops.aten.relu.default",
+        "executorch_exir_dialects_edge__ops_aten_relu_default",
+        a16w8_quantization=True,
+    )
     pipeline.add_stage_after(
         "to_edge_transform_and_lower",
         pipeline.tester.check_count,
@@ -148,8 +164,11 @@ def test_a_stand_in_records_their_edits() -> None:
     (recorded,) = noted
     assert recorded.inputs == (pipeline.call.inputs[0],) and recorded.option("a16w8_quantization")
     checks = [(a.check, a.after) for a in recorded.assertions]
-    assert checks == [("check_not", "exir"), ("check_count", "exir"),
-                      ("check_count", "to_edge_transform_and_lower")]  # fmt: skip
+    assert checks == [
+        ("check_not", "exir"),
+        ("check_count", "exir"),
+        ("check_count", "to_edge_transform_and_lower"),
+    ]
     assert recorded.assertions[1].expected == {DELEGATE_CALL: 1}
     assert recorded.compare_kwargs() == {"qtol": 2} and recorded.accepted == ["dump_artifact"]
 
@@ -193,8 +212,9 @@ def test_their_rule_takes_non_finite_values_as_torch_isclose_does(tmp_path: Path
 def test_the_cortex_m_harness_is_recorded_as_one_check() -> None:
     noted: list[PipelineCall] = []
     tester = bind("CortexMTester", noted.append)(torch.nn.ReLU(), lambda: (torch.zeros(2),))
-    tester.test_dialect({"before_op": 1}, {"cortex_m_op": 1}, qtol=1,
-                        ops_absent_after_transforms=["gone_op"])  # fmt: skip
+    tester.test_dialect(
+        {"before_op": 1}, {"cortex_m_op": 1}, qtol=1, ops_absent_after_transforms=["gone_op"]
+    )
     (recorded,) = noted
     assert [(a.check, a.after) for a in recorded.assertions] == [
         ("check_count", "to_edge"),
@@ -208,9 +228,13 @@ def test_the_cortex_m_harness_is_recorded_as_one_check() -> None:
 def test_stage_after_the_cortex_m_passes_counts_the_kernels_in_the_graph() -> None:
     from hil.artifacts.partition import Fallback, PartitionReport
 
-    report = PartitionReport("CMSIS-NN", 0, {"cortex_m.quantized_add.default": 1},
-                             (Fallback("aten.add.Tensor", 1, None),),
-                             {"cortex_m.quantize_per_tensor.default": 2})  # fmt: skip
+    report = PartitionReport(
+        "CMSIS-NN",
+        0,
+        {"cortex_m.quantized_add.default": 1},
+        (Fallback("aten.add.Tensor", 1, None),),
+        {"cortex_m.quantize_per_tensor.default": 2},
+    )
     counts = stages.cpu_counts(report)
     assert (
         counts[

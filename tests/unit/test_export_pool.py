@@ -59,8 +59,11 @@ def test_workers_build_the_plan_and_a_check_waits_for_its_own(tmp_path: Path) ->
     finally:
         ahead.close()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("c")) == [
-        "c0", "c1", "c2", "c3"
-    ]  # fmt: skip
+        "c0",
+        "c1",
+        "c2",
+        "c3",
+    ]
     logs = sorted((tmp_path / "logs").glob("export-worker-*.log"))
     assert [p.name for p in logs] == ["export-worker-1.log", "export-worker-2.log"]
 
@@ -88,8 +91,10 @@ def test_a_worker_that_dies_leaves_its_export_to_the_check(tmp_path: Path) -> No
 
     ahead = pool(tmp_path, items, dies, workers=1)
     try:
-        wait_until(lambda: not ahead.status().startswith("0 of 2 exported, 0 running"),
-                   "the worker to take the first")  # fmt: skip
+        wait_until(
+            lambda: not ahead.status().startswith("0 of 2 exported, 0 running"),
+            "the worker to take the first",
+        )
         started = time.monotonic()
         ahead.wait_for(items[0].case, items[0].source)
         assert time.monotonic() - started < 5

@@ -100,8 +100,13 @@ def test_each_part_installs_only_on_the_code_it_was_written_against() -> None:
 def _kernel_tables(ops: Any) -> dict[Any, dict[Any, str]]:
     """Each operator's Python kernels: key -> what is there (a shared decomposition by
     identity, any other kernel by its kind, since torch makes those afresh each time)."""
-    return {op: {key: f"{type(k).__name__}:{getattr(k, '__qualname__', '')}"
-                 for key, k in op.py_kernels.items()} for op in ops}  # fmt: skip
+    return {
+        op: {
+            key: f"{type(k).__name__}:{getattr(k, '__qualname__', '')}"
+            for key, k in op.py_kernels.items()
+        }
+        for op in ops
+    }
 
 
 def test_the_cia_override_registers_and_restores_what_torchs_own_does(installed: Any) -> None:
@@ -118,8 +123,10 @@ def test_the_cia_override_registers_and_restores_what_torchs_own_does(installed:
     for override in (torchs, ours):
         with override(table):
             seen.append(_kernel_tables(table))
-            assert all(op.py_kernels[torch._C.DispatchKey.CompositeImplicitAutograd] is f
-                       for op, f in table.items())  # fmt: skip
+            assert all(
+                op.py_kernels[torch._C.DispatchKey.CompositeImplicitAutograd] is f
+                for op, f in table.items()
+            )
         assert _kernel_tables(table) == before
     assert seen[0] == seen[1]
 

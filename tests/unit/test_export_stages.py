@@ -28,9 +28,11 @@ def _raised_through(filename: str, call: str, namespace: dict[str, object]) -> B
 def test_an_arm_pass_error_is_the_arm_passes_not_vela() -> None:
     """A real Arm pass raising (the mean.dim decomposition asked for another operator), called
     from a frame of the Ethos-U backend's package."""
-    error = _raised_through(BACKEND, "get_decomposition(torch.ops.aten.add.Tensor)",
-                            {"get_decomposition": meandim.get_meandim_decomposition,
-                             "torch": torch})  # fmt: skip
+    error = _raised_through(
+        BACKEND,
+        "get_decomposition(torch.ops.aten.add.Tensor)",
+        {"get_decomposition": meandim.get_meandim_decomposition, "torch": torch},
+    )
     assert failing_stage(error) == "the Arm passes (decompose_meandim_pass)"
 
 

@@ -15,10 +15,12 @@ from hil.fvp.config import fvp_config
 
 def config(tmp_path: Path, platform: str, npu: str, **connection: Any) -> Any:
     data = {
-        "name": "fvp-x", "kind": "fvp", "npu": npu,
+        "name": "fvp-x",
+        "kind": "fvp",
+        "npu": npu,
         "recipes": [{"name": "ethos-u", "options": {"accelerator_config": npu}}],
         "connection": {"platform": platform, **connection},
-    }  # fmt: skip
+    }
     return fvp_config(parse_device(data, tmp_path / "fvp-x.yaml"))
 
 
@@ -46,8 +48,14 @@ def test_corstone_300_command_line(tmp_path: Path) -> None:
 
 
 def test_corstone_320_command_line_in_fast_mode(tmp_path: Path) -> None:
-    c = config(tmp_path, "corstone-320", "ethos-u85-512", mode="fast", stat=False,
-               params={"mps4_board.subsystem.cpu0.CFGITCMSZ": 14})  # fmt: skip
+    c = config(
+        tmp_path,
+        "corstone-320",
+        "ethos-u85-512",
+        mode="fast",
+        stat=False,
+        params={"mps4_board.subsystem.cpu0.CFGITCMSZ": 14},
+    )
     cmd = build_command(c, Path("FVP_Corstone_SSE-320"), Path("r.elf"), Path("w"), 6000)
     got = params(cmd.argv)
     assert got["mps4_board.subsystem.ethosu.num_macs"] == "512"

@@ -13,16 +13,16 @@ from hil.errors import DeviceSpecError
 from hil.fvp.config import fvp_config
 
 
-def spec(tmp_path: Path, npu: str = "ethos-u85-256", accelerator: str | None = None,
-         **connection: Any) -> Any:  # fmt: skip
+def spec(
+    tmp_path: Path, npu: str = "ethos-u85-256", accelerator: str | None = None, **connection: Any
+) -> Any:
     data = {
         "name": "fvp-x",
         "kind": "fvp",
         "npu": npu,
-        "recipes": [{"name": "ethos-u",
-                     "options": {"accelerator_config": accelerator or npu}}],
+        "recipes": [{"name": "ethos-u", "options": {"accelerator_config": accelerator or npu}}],
         "connection": {"platform": "corstone-320", **connection},
-    }  # fmt: skip
+    }
     return parse_device(data, tmp_path / "fvp-x.yaml")
 
 

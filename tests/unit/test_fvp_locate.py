@@ -16,10 +16,12 @@ from hil.fvp.config import fvp_config, runner_firmware
 
 def config(tmp_path: Path, **connection: Any) -> Any:
     data = {
-        "name": "fvp-x", "kind": "fvp", "npu": "ethos-u55-128",
+        "name": "fvp-x",
+        "kind": "fvp",
+        "npu": "ethos-u55-128",
         "recipes": [{"name": "ethos-u", "options": {"accelerator_config": "ethos-u55-128"}}],
         "connection": {"platform": "corstone-300", **connection},
-    }  # fmt: skip
+    }
     return fvp_config(parse_device(data, tmp_path / "fvp-x.yaml"))
 
 
@@ -62,11 +64,16 @@ def test_search_order_is_fvp_dir_then_env_then_path(
 
 
 def install(tmp_path: Path, **connection: Any) -> Path | None:
-    spec = parse_device({
-        "name": "fvp-x", "kind": "fvp", "npu": "ethos-u55-128",
-        "recipes": [{"name": "ethos-u", "options": {"accelerator_config": "ethos-u55-128"}}],
-        "connection": {"platform": "corstone-300", **connection},
-    }, tmp_path / "fvp-x.yaml")  # fmt: skip
+    spec = parse_device(
+        {
+            "name": "fvp-x",
+            "kind": "fvp",
+            "npu": "ethos-u55-128",
+            "recipes": [{"name": "ethos-u", "options": {"accelerator_config": "ethos-u55-128"}}],
+            "connection": {"platform": "corstone-300", **connection},
+        },
+        tmp_path / "fvp-x.yaml",
+    )
     settings = fvp_config(spec)
     return locate.executorch_install(settings, runner_firmware(spec, settings))
 

@@ -6,8 +6,9 @@ from hil.fvp import pmu
 
 
 def lines(*cycles: int) -> list[str]:
-    return ["run: 1 warm-up, 3..3 runs"] + [f"ethos-u pmu: cycles={c} npu_active={c - 1}"
-                                              for c in cycles]  # fmt: skip
+    return ["run: 1 warm-up, 3..3 runs"] + [
+        f"ethos-u pmu: cycles={c} npu_active={c - 1}" for c in cycles
+    ]
 
 
 def test_lines_of_other_kinds_are_ignored() -> None:

@@ -25,8 +25,18 @@ class Block(torch.nn.Module):
 def _fields(code: types.CodeType) -> tuple[object, ...]:
     """Everything a code object carries, its nested functions' too."""
     consts = tuple(_fields(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return (code.co_filename, code.co_name, code.co_qualname, code.co_code, code.co_names,
-            code.co_varnames, code.co_firstlineno, code.co_linetable, code.co_flags, consts)  # fmt: skip
+    return (
+        code.co_filename,
+        code.co_name,
+        code.co_qualname,
+        code.co_code,
+        code.co_names,
+        code.co_varnames,
+        code.co_firstlineno,
+        code.co_linetable,
+        code.co_flags,
+        consts,
+    )
 
 
 def test_a_source_compiled_again_is_python_compiling_it_under_the_new_name() -> None:

@@ -18,7 +18,8 @@ TARGET_PACKAGES = ("hil.targets", "hil.resources", "hil.runner", "hil.lab")
 
 # hil's packages (and top-level modules) from the bottom up. A package may import its own
 # layer and the layers below; where a dependency would point up, the design is wrong: move
-# the shared type down or pass the fact in.
+# the shared type down or pass the fact in. (Kept as a table, one layer per line: fmt off.)
+# fmt: off
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("kinds", "arrays", "locks", "processes", "progress", "threads", "paths", "bundled",
@@ -42,7 +43,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("plugin",),  # pytest's front door
     ("executorch_ops", "api", "check_command", "sdk_command"),  # built on the plugin/session
     ("cli", "hil"),  # the command line; `import hil` (names loaded on first use)
-)  # fmt: skip
+)
+# fmt: on
 
 
 def _modules(root: Path = HIL) -> dict[str, Path]:
@@ -85,8 +87,10 @@ def _imported(module: str, path: Path, modules: dict[str, Path] = MODULES) -> se
                         anchor = anchor.rpartition(".")[0]
                     base = f"{anchor}.{base}" if base else anchor
                 # `from pkg import sub` imports the submodule; `from mod import name` the module
-                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
-                         for a in child.names]  # fmt: skip
+                names = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    for a in child.names
+                ]
             for name in names:
                 owner = _owner(name, modules) if name.split(".")[0] == "hil" else None
                 if owner is not None and owner != module:

@@ -48,8 +48,15 @@ CORTEX = record(
 def test_npu_row_has_every_column() -> None:
     text = "\n".join(render([NPU]))
     assert "ESTIMATES" in text
-    for expected in ("99% (2 del.)", "4,370,362", "13.93 ms", "17.7%", "1152.0 KiB", "25.7",
-                     "3.0 steps"):  # fmt: skip
+    for expected in (
+        "99% (2 del.)",
+        "4,370,362",
+        "13.93 ms",
+        "17.7%",
+        "1152.0 KiB",
+        "25.7",
+        "3.0 steps",
+    ):
         assert expected in text, expected
 
 
@@ -64,5 +71,13 @@ def test_cortex_m_section_and_nothing_for_other_records() -> None:
     assert "CMSIS-NN" in text and "tiny_cnn" in text
     assert render([record("add", "host", counters={}, partition=None)]) == []
     # an error record (export failed) has only the verdict: it still renders
-    assert render([{**record("x", "u55-ref"), "verdict": "EXPORT FAILED", "partition": None,
-                    "counters": {"npu_cycles": 1.0}}])  # fmt: skip
+    assert render(
+        [
+            {
+                **record("x", "u55-ref"),
+                "verdict": "EXPORT FAILED",
+                "partition": None,
+                "counters": {"npu_cycles": 1.0},
+            }
+        ]
+    )

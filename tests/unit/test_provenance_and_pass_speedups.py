@@ -51,8 +51,7 @@ def _lowered() -> tuple[bytes, list[list[Any]]]:
     torch.manual_seed(0)
     program = torch.export.export(Block().eval(), (torch.randn(1, 3, 8, 8),))
     edge = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])
-    chains = [_chain(n.meta.get("from_node"))
-              for n in edge.exported_program().graph.nodes]  # fmt: skip
+    chains = [_chain(n.meta.get("from_node")) for n in edge.exported_program().graph.nodes]
     return edge.to_executorch().buffer, chains
 
 

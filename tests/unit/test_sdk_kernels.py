@@ -21,8 +21,13 @@ def wheel() -> Path:
 def test_the_catalogue_reads_each_library_of_a_tree(tmp_path: Path) -> None:
     cat = kernels.catalogue(make_trees(tmp_path).executorch)
     assert set(cat.libraries["portable"]) == {
-        "aten::add.out", "aten::convolution.out", "aten::relu.out", "aten::mean.out",
-        "aten::view_copy.out", "dim_order_ops::_to_dim_order_copy.out"}  # fmt: skip
+        "aten::add.out",
+        "aten::convolution.out",
+        "aten::relu.out",
+        "aten::mean.out",
+        "aten::view_copy.out",
+        "dim_order_ops::_to_dim_order_copy.out",
+    }
     assert set(cat.libraries["quantized"]) == set(QUANTIZED)
     assert set(cat.libraries["cortex_m"]) == set(CORTEX_M)
     assert set(cat.libraries["prim"]) == set(PRIM)
@@ -32,12 +37,18 @@ def test_selection_takes_the_portable_kernels_used_and_every_kernel_of_the_rest(
     tmp_path: Path,
 ) -> None:
     cat = kernels.catalogue(make_trees(tmp_path).executorch)
-    chosen = kernels.select(cat, ["aten::add.out", "aten::relu.out", QUANTIZED[0],
-                                  CORTEX_M[0], "aten::hardswish.out"])  # fmt: skip
+    chosen = kernels.select(
+        cat, ["aten::add.out", "aten::relu.out", QUANTIZED[0], CORTEX_M[0], "aten::hardswish.out"]
+    )
     assert chosen.portable == ("aten::add.out", "aten::relu.out")
     assert chosen.unavailable == ("aten::hardswish.out",)
-    assert set(chosen.registered) == {"aten::add.out", "aten::relu.out", *QUANTIZED, *CORTEX_M,
-                                      *PRIM}  # fmt: skip
+    assert set(chosen.registered) == {
+        "aten::add.out",
+        "aten::relu.out",
+        *QUANTIZED,
+        *CORTEX_M,
+        *PRIM,
+    }
     # one registry entry per kernel: 2 portable + 2 quantized + 2 cortex_m + 2 prim
     assert chosen.max_kernel_num == 8
 
@@ -60,18 +71,22 @@ def test_a_kernel_list_round_trips_and_decides_missing_kernel(tmp_path: Path) ->
     cat = kernels.catalogue(make_trees(tmp_path).executorch)
     path = tmp_path / "kernels.json"
     rebuild = "hil sdk build --executorch /src/et --board qemu-m55"
-    kernels.write_kernel_list(path, {"portable": ["aten::add.out"], "prim": list(PRIM)}, 3, cat,
-                              rebuild)  # fmt: skip
+    kernels.write_kernel_list(
+        path, {"portable": ["aten::add.out"], "prim": list(PRIM)}, 3, cat, rebuild
+    )
     listed = kernels.read_kernel_list(path)
     assert listed is not None and listed.operators == {"aten::add.out", *PRIM}
     assert listed.missing_for("qemu-m55", tmp_path / "m.pte", ["aten::add.out", PRIM[0]]) is None
-    error = listed.missing_for("qemu-m55", tmp_path / "m.pte",
-                               ["aten::add.out", "aten::relu.out", "aten::sin.out"])  # fmt: skip
+    error = listed.missing_for(
+        "qemu-m55", tmp_path / "m.pte", ["aten::add.out", "aten::relu.out", "aten::sin.out"]
+    )
     assert error is not None and error.operator == "aten::relu.out"
-    assert error.message.startswith("qemu-m55: the runner's ExecuTorch has no kernel for "
-                                    "aten::relu.out, aten::sin.out (aten::relu.out not "
-                                    "selected when the SDK was built; aten::sin.out in no "
-                                    "kernel library of its ExecuTorch")  # fmt: skip
+    assert error.message.startswith(
+        "qemu-m55: the runner's ExecuTorch has no kernel for "
+        "aten::relu.out, aten::sin.out (aten::relu.out not "
+        "selected when the SDK was built; aten::sin.out in no "
+        "kernel library of its ExecuTorch"
+    )
     assert (
         error.fix == f"rebuild the SDK with this program's kernels: {rebuild} --ops-from "
         f"suites {tmp_path / 'm.pte'}"

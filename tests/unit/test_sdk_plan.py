@@ -12,16 +12,32 @@ from fakes.sdk_trees import make_trees
 from hil.sdk import kernels, plan, sources
 from hil.sdk.boards import BOARDS, SdkBoard
 
-TOOLS = plan.Tools(cmake="/opt/cmake/bin/cmake", cmake_version="3.31",
-                   compiler_version="arm-none-eabi-gcc 12.2.1", python="/venv/bin/python3",
-                   flatc=Path("/venv/executorch/data/bin/flatc"), ninja=True)  # fmt: skip
-DIGESTS = {"executorch": "e" * 64, "cmsis_nn": "c" * 64, "ethos_u_driver": "d" * 64,
-           "cmsis": "s" * 64}  # fmt: skip
+TOOLS = plan.Tools(
+    cmake="/opt/cmake/bin/cmake",
+    cmake_version="3.31",
+    compiler_version="arm-none-eabi-gcc 12.2.1",
+    python="/venv/bin/python3",
+    flatc=Path("/venv/executorch/data/bin/flatc"),
+    ninja=True,
+)
+DIGESTS = {
+    "executorch": "e" * 64,
+    "cmsis_nn": "c" * 64,
+    "ethos_u_driver": "d" * 64,
+    "cmsis": "s" * 64,
+}
 
 
-def planned(tmp_path: Path, board: SdkBoard, *, used: tuple[str, ...] = ("aten::add.out",),
-            tools: plan.Tools = TOOLS, digests: dict[str, str] | None = None,
-            jobs: int = 2, trees_at: Path | None = None) -> plan.SdkPlan:  # fmt: skip
+def planned(
+    tmp_path: Path,
+    board: SdkBoard,
+    *,
+    used: tuple[str, ...] = ("aten::add.out",),
+    tools: plan.Tools = TOOLS,
+    digests: dict[str, str] | None = None,
+    jobs: int = 2,
+    trees_at: Path | None = None,
+) -> plan.SdkPlan:
     trees = make_trees(trees_at or tmp_path / "src")
     chosen = sources.resolve(board, trees.executorch, trees.cmsis_nn, trees.driver, trees.cmsis)
     selection = kernels.select(kernels.catalogue(trees.executorch), used)
@@ -36,8 +52,11 @@ def options(step: plan.Step) -> dict[str, str]:
 
 def test_qemu_m55_builds_executorch_without_the_delegate(tmp_path: Path) -> None:
     p = planned(tmp_path, BOARDS["qemu-m55"])
-    assert [s.stage for s in p.steps] == ["configure ExecuTorch", "build ExecuTorch",
-                                          "install ExecuTorch"]  # fmt: skip
+    assert [s.stage for s in p.steps] == [
+        "configure ExecuTorch",
+        "build ExecuTorch",
+        "install ExecuTorch",
+    ]
     o = options(p.steps[0])
     et = p.sources.executorch
     assert o["CMAKE_TOOLCHAIN_FILE"] == str(
@@ -48,14 +67,20 @@ def test_qemu_m55_builds_executorch_without_the_delegate(tmp_path: Path) -> None
     assert o["CMAKE_INSTALL_PREFIX"] == str(p.prefix)
     assert p.prefix.parent == (tmp_path / "sdk").resolve() and p.prefix.name.startswith("qemu-m55-")
     expected = {
-        "EXECUTORCH_BAREMETAL_SKIP_INSTALL": "OFF", "CMAKE_POSITION_INDEPENDENT_CODE": "OFF",
-        "EXECUTORCH_PAL_DEFAULT": "minimal", "EXECUTORCH_BUILD_KERNELS_QUANTIZED": "ON",
-        "EXECUTORCH_BUILD_CORTEX_M": "ON", "EXECUTORCH_BUILD_ARM_BAREMETAL": "OFF",
-        "EXECUTORCH_BUILD_PTHREADPOOL": "OFF", "EXECUTORCH_BUILD_CPUINFO": "OFF",
-        "EXECUTORCH_SELECT_OPS_LIST": "aten::add.out", "FETCHCONTENT_FULLY_DISCONNECTED": "ON",
-        "CMSIS_NN_LOCAL_PATH": str(p.sources.cmsis_nn), "FLATC_EXECUTABLE": str(TOOLS.flatc),
+        "EXECUTORCH_BAREMETAL_SKIP_INSTALL": "OFF",
+        "CMAKE_POSITION_INDEPENDENT_CODE": "OFF",
+        "EXECUTORCH_PAL_DEFAULT": "minimal",
+        "EXECUTORCH_BUILD_KERNELS_QUANTIZED": "ON",
+        "EXECUTORCH_BUILD_CORTEX_M": "ON",
+        "EXECUTORCH_BUILD_ARM_BAREMETAL": "OFF",
+        "EXECUTORCH_BUILD_PTHREADPOOL": "OFF",
+        "EXECUTORCH_BUILD_CPUINFO": "OFF",
+        "EXECUTORCH_SELECT_OPS_LIST": "aten::add.out",
+        "FETCHCONTENT_FULLY_DISCONNECTED": "ON",
+        "CMSIS_NN_LOCAL_PATH": str(p.sources.cmsis_nn),
+        "FLATC_EXECUTABLE": str(TOOLS.flatc),
         "PYTHON_EXECUTABLE": TOOLS.python,
-    }  # fmt: skip
+    }
     assert {k: o[k] for k in expected} == expected
     assert o["MAX_KERNEL_NUM"] == str(p.selection.max_kernel_num) == "7"  # 1 + 2 + 2 + 2
     assert "ETHOS_SDK_PATH" not in o
@@ -99,14 +124,16 @@ def test_the_key_is_what_changes_the_sdk_and_nothing_else(tmp_path: Path) -> Non
     moved = planned(tmp_path / "d", board, trees_at=tmp_path / "elsewhere" / "deeper")
     assert moved.key == key  # trees found at another path: same content, same SDK
     changed = {
-        "a tree's content": planned(tmp_path / "e", board, digests={**DIGESTS,
-                                                                    "executorch": "f" * 64}),
+        "a tree's content": planned(
+            tmp_path / "e", board, digests={**DIGESTS, "executorch": "f" * 64}
+        ),
         "the kernels": planned(tmp_path / "f", board, used=("aten::add.out", "aten::relu.out")),
-        "the compiler": planned(tmp_path / "g", board,
-                                tools=replace(TOOLS, compiler_version="gcc 13")),
+        "the compiler": planned(
+            tmp_path / "g", board, tools=replace(TOOLS, compiler_version="gcc 13")
+        ),
         "the board": planned(tmp_path / "h", BOARDS["corstone-320"]),
         "the NPU's MACs": planned(tmp_path / "i", replace(board, npu="ethos-u55-256")),
-    }  # fmt: skip
+    }
     for what, other in changed.items():
         assert other.key != key, what
 

@@ -62,8 +62,10 @@ def test_every_missing_piece_is_reported_at_once(tmp_path: Path) -> None:
     shutil.rmtree(trees.cmsis_nn)
     shutil.rmtree(trees.cmsis)
     text = problems(trees, U55, cmake=(3, 25))
-    assert text.startswith("cannot build an ExecuTorch SDK for corstone-300 (cortex-m55 + "
-                           "ethos-u55-128): 4 missing pieces")  # fmt: skip
+    assert text.startswith(
+        "cannot build an ExecuTorch SDK for corstone-300 (cortex-m55 + "
+        "ethos-u55-128): 4 missing pieces"
+    )
     assert "too old for hil's bare-metal build" in text
     # the CMSIS-NN commit ExecuTorch pins is part of the fix
     assert (

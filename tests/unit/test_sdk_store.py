@@ -63,15 +63,29 @@ def test_an_untouched_tree_is_not_read_again(tmp_path: Path) -> None:
     assert json.loads(memo.read_text())[str(tree.resolve())]["content"] == first
 
 
-def sdk(root: Path, name: str, board: str, npu: str | None, device: str | None,
-        built_at: float, finished: bool = True) -> Path:  # fmt: skip
+def sdk(
+    root: Path,
+    name: str,
+    board: str,
+    npu: str | None,
+    device: str | None,
+    built_at: float,
+    finished: bool = True,
+) -> Path:
     prefix = root / name
     (prefix / "lib").mkdir(parents=True)
     if finished:
-        (prefix / store.RECORD).write_text(json.dumps({
-            "key": name, "board": {"name": board, "npu": npu}, "device": device,
-            "built_at": built_at, "version": "1.5.0",
-        }))  # fmt: skip
+        (prefix / store.RECORD).write_text(
+            json.dumps(
+                {
+                    "key": name,
+                    "board": {"name": board, "npu": npu},
+                    "device": device,
+                    "built_at": built_at,
+                    "version": "1.5.0",
+                }
+            )
+        )
     return prefix
 
 

@@ -39,15 +39,19 @@ def test_neither_port_nor_virtual_is_refused_when_the_file_loads(tmp_path: Path)
 
 
 def test_unknown_virtual_board_lists_the_known_ones(tmp_path: Path) -> None:
-    with pytest.raises(DeviceSpecError, match=r"'connection\.virtual' must be one of host-runner, "
-                       r"qemu-mps3-an547, got 'fvp'"):  # fmt: skip
+    with pytest.raises(
+        DeviceSpecError,
+        match=r"'connection\.virtual' must be one of host-runner, "
+        r"qemu-mps3-an547, got 'fvp'",
+    ):
         spec({"virtual": "fvp"}, tmp_path)
 
 
 def test_flash_steps(tmp_path: Path) -> None:
     assert settings({"port": "x"}, tmp_path).flash is None
-    step = settings({"port": "x", "flash": {"command": ["pyocd", "flash", "{image}"]}},
-                    tmp_path).flash  # fmt: skip
+    step = settings(
+        {"port": "x", "flash": {"command": ["pyocd", "flash", "{image}"]}}, tmp_path
+    ).flash
     assert step is not None
     command = make_flasher(step)
     assert isinstance(command, CommandFlasher) and command.argv == ["pyocd", "flash", "{image}"]
@@ -69,8 +73,11 @@ def test_a_missing_flash_tool_is_unavailable_with_the_fix(tmp_path: Path) -> Non
 def test_link_policy_from_the_device_file(tmp_path: Path) -> None:
     policy = settings({"port": "x", "reply_timeout_s": 0.5, "retries": 7}, tmp_path).policy
     assert policy.reply_timeout_s == 0.5 and policy.retries == 7
-    with pytest.raises(DeviceSpecError, match=r"'connection.retries' must be a whole number "
-                       ">= 0, got 'many'"):  # fmt: skip
+    with pytest.raises(
+        DeviceSpecError,
+        match=r"'connection.retries' must be a whole number "
+        ">= 0, got 'many'",
+    ):
         spec({"port": "x", "retries": "many"}, tmp_path)
 
 
@@ -86,6 +93,9 @@ def test_firmware_entry(tmp_path: Path) -> None:
         )
     )
     assert config.preset == "cortex-m55" and dict(config.defines) == {"HIL_DEBUG_COMMANDS": "OFF"}
-    with pytest.raises(DeviceSpecError, match=r"'connection\.firmware' must be one of host, "
-                       r".*got 'stm32'"):  # fmt: skip
+    with pytest.raises(
+        DeviceSpecError,
+        match=r"'connection\.firmware' must be one of host, "
+        r".*got 'stm32'",
+    ):
         spec({"port": "x", "firmware": "stm32"}, tmp_path)

@@ -166,8 +166,9 @@ def test_quantization_is_judged_against_eager_by_sqnr_and_cosine() -> None:
 def test_a_case_that_waives_the_quantization_question_is_not_judged_on_it() -> None:
     noisy = (EAGER[0] + RNG.normal(scale=2.0, size=(1, 64)).astype(np.float32),)
     cosine_only = ToleranceOverride(reason="unbounded outputs", waived=("sqnr_db",))
-    held = only(quantization_checks(EAGER, int8(noisy), CaseRules(cosine_only)),
-                Question.QUANTIZATION)  # fmt: skip
+    held = only(
+        quantization_checks(EAGER, int8(noisy), CaseRules(cosine_only)), Question.QUANTIZATION
+    )
     assert [limit.metric for limit in held.limits] == ["cosine"]
     waived = ToleranceOverride(reason="unbounded outputs", waived=("sqnr_db", "cosine"))
     check = only(quantization_checks(EAGER, int8(noisy), CaseRules(waived)), Question.QUANTIZATION)

@@ -13,24 +13,36 @@ from hil.errors import BudgetExceeded, NotJudged, OutputMismatch, QuantizationLo
 from hil.verdict.checks import Limit, Question, failed, judged, not_judged
 from hil.verdict.result import CheckResult
 
-ARTIFACT = Artifact("k" * 64, Path("/tmp/a"), "s" * 64, 10, "ethos-u", "int8", (0.1,),
-                    MappingProxyType({}), 1.0)  # fmt: skip
+ARTIFACT = Artifact(
+    "k" * 64, Path("/tmp/a"), "s" * 64, 10, "ethos-u", "int8", (0.1,), MappingProxyType({}), 1.0
+)
 
 
 def result(*checks) -> CheckResult:  # type: ignore[no-untyped-def]
-    return CheckResult("conv", "u85-ref", "ethos-u", "int8", ARTIFACT, Path("/tmp/conv.npz"),
-                       tuple(checks))  # fmt: skip
+    return CheckResult(
+        "conv", "u85-ref", "ethos-u", "int8", ARTIFACT, Path("/tmp/conv.npz"), tuple(checks)
+    )
 
 
 def target(steps: float) -> object:
-    return judged(Question.TARGET, "output 0", {"max_steps": steps, "step": 0.1},
-                  [Limit("max_steps", "<=", 1.0)], reference="the quantized PyTorch model",
-                  basis="steps of the quantizer's output step 0.1: backend allowance 1 step(s)")  # fmt: skip
+    return judged(
+        Question.TARGET,
+        "output 0",
+        {"max_steps": steps, "step": 0.1},
+        [Limit("max_steps", "<=", 1.0)],
+        reference="the quantized PyTorch model",
+        basis="steps of the quantizer's output step 0.1: backend allowance 1 step(s)",
+    )
 
 
 def quantization(sqnr: float) -> object:
-    return judged(Question.QUANTIZATION, "output 0", {"sqnr_db": sqnr},
-                  [Limit("sqnr_db", ">=", 25.0)], reference="eager PyTorch")  # fmt: skip
+    return judged(
+        Question.QUANTIZATION,
+        "output 0",
+        {"sqnr_db": sqnr},
+        [Limit("sqnr_db", ">=", 25.0)],
+        reference="eager PyTorch",
+    )
 
 
 LATENCY_UNKNOWN = not_judged(Question.BUDGET, "latency (median)", "the target reported no timings")

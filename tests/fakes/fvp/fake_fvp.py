@@ -230,12 +230,17 @@ def stats_block(p: Platform, started: float) -> str:
     wall = time.monotonic() - started
     rule = "-" * 79
     head = f"--- {p.stat_name} statistics: "
-    return "\n".join([
-        "", head + "-" * max(3, 79 - len(head)),
-        f"{'User time':<40}: {times.user + times.children_user:.6f}s",
-        f"{'System time':<40}: {times.system + times.children_system:.6f}s",
-        f"{'Wall time':<40}: {wall:.6f}s", rule, "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "",
+            head + "-" * max(3, 79 - len(head)),
+            f"{'User time':<40}: {times.user + times.children_user:.6f}s",
+            f"{'System time':<40}: {times.system + times.children_system:.6f}s",
+            f"{'Wall time':<40}: {wall:.6f}s",
+            rule,
+            "",
+        ]
+    )
 
 
 class Simulation:
@@ -265,18 +270,36 @@ class Simulation:
         uart.bind(("127.0.0.1", 0))
         qemu_port = uart.getsockname()[1]
         uart.close()
-        argv = [shutil.which("qemu-system-arm") or "qemu-system-arm", "-M", "mps3-an547",
-                "-m", "2G", "-nographic", "-icount", "shift=0", "-monitor", "none",
-                "-kernel", str(Path(self.opts.application or "").resolve()),
-                "-serial", f"tcp:127.0.0.1:{qemu_port},server=on,wait=on"]  # fmt: skip
+        argv = [
+            shutil.which("qemu-system-arm") or "qemu-system-arm",
+            "-M",
+            "mps3-an547",
+            "-m",
+            "2G",
+            "-nographic",
+            "-icount",
+            "shift=0",
+            "-monitor",
+            "none",
+            "-kernel",
+            str(Path(self.opts.application or "").resolve()),
+            "-serial",
+            f"tcp:127.0.0.1:{qemu_port},server=on,wait=on",
+        ]
         if semihosting:  # its console is the FVP's standard output
             config = "enable=on,target=native,chardev=semihosting"
             for word in cmd_line.split():
                 config += ",arg=" + word.replace(",", ",,")
             argv += ["-chardev", "stdio,id=semihosting,signal=off", "-semihosting-config", config]
         self.qemu_log = tempfile.TemporaryFile()  # noqa: SIM115 - QEMU writes it all run long
-        self.qemu = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=sys.stdout,
-                                     stderr=self.qemu_log, preexec_fn=_die_with_parent)  # fmt: skip
+        self.qemu = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stdout,
+            stderr=self.qemu_log,
+            preexec_fn=_die_with_parent,
+        )
         link = self._connect(qemu_port)
         terminal = f"{b}.telnetterminal0"
         listener = socket.socket()
@@ -295,10 +318,13 @@ class Simulation:
             sink = sys.stdout.buffer if out_file == "-" else open(out_file, "ab")  # noqa: SIM115
             tee = lambda data: (sink.write(data), sink.flush())  # noqa: E731
         self.bridge = UartBridge(
-            listener, link, raw=self.param(f"{terminal}.mode", "telnet") == "raw",
+            listener,
+            link,
+            raw=self.param(f"{terminal}.mode", "telnet") == "raw",
             shutdown_on_eot=self.param(f"{b}.uart0.shutdown_on_eot", "0") in ("1", "true"),
-            tee=tee, on_stop=self.stop,
-        )  # fmt: skip
+            tee=tee,
+            on_stop=self.stop,
+        )
         if self.param(f"{terminal}.quiet", "0") not in ("1", "true"):
             print(f"telnetterminal0: Listening for serial connection on port {port}", flush=True)
         threading.Thread(target=self._serve, daemon=True).start()
@@ -359,10 +385,13 @@ def main(args: list[str]) -> int:
     if not opts.quiet:
         print(BANNER, flush=True)
     if os.environ.get(LICENCE_ENV):
-        print(f"License checkout for feature {name} has been denied ({LICENCE_ENV}="
-              f"{os.environ[LICENCE_ENV]}).\nFlexNet Licensing error:-5,357\n"
-              f"License path: {os.environ.get('ARMLMD_LICENSE_FILE', '(none)')}",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"License checkout for feature {name} has been denied ({LICENCE_ENV}="
+            f"{os.environ[LICENCE_ENV]}).\nFlexNet Licensing error:-5,357\n"
+            f"License path: {os.environ.get('ARMLMD_LICENSE_FILE', '(none)')}",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     if opts.application is None:
         print("ERROR: no application given (-a)", file=sys.stderr)
@@ -374,8 +403,10 @@ def main(args: list[str]) -> int:
         return 1
     started = time.monotonic()
     sim = Simulation(p, opts)
-    signal.signal(signal.SIGINT, lambda *_: (print("\nStopping simulation...\n", flush=True),
-                                             sim.stop("interrupted")))  # fmt: skip
+    signal.signal(
+        signal.SIGINT,
+        lambda *_: (print("\nStopping simulation...\n", flush=True), sim.stop("interrupted")),
+    )
     signal.signal(signal.SIGTERM, lambda *_: sim.stop("terminated"))
     try:
         sim.start()

@@ -94,10 +94,14 @@ class UartBridge:
     """Telnet terminal 0 of the fake FVP. `run()` serves until `stop()`."""
 
     def __init__(
-        self, listener: socket.socket, uart: socket.socket, raw: bool,
-        shutdown_on_eot: bool, tee: Callable[[bytes], None] | None,
+        self,
+        listener: socket.socket,
+        uart: socket.socket,
+        raw: bool,
+        shutdown_on_eot: bool,
+        tee: Callable[[bytes], None] | None,
         on_stop: Callable[[str], None],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.listener = listener
         self.uart = uart
         self.raw = raw
