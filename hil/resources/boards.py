@@ -16,7 +16,13 @@ import subprocess
 from pathlib import Path
 from typing import Protocol
 
-from hil.errors import DeviceSpecError, HilError, InfrastructureError, TransportError
+from hil.errors import (
+    DeviceSpecError,
+    HilError,
+    InfrastructureError,
+    TargetUnavailable,
+    TransportError,
+)
 from hil.settings.serial import SerialSettings, VirtualBoard
 
 
@@ -65,6 +71,15 @@ class PortBoard:
         self.log = logging.getLogger(f"hil.board.PortBoard({name})")
 
     def start(self) -> str:
+        """The port; a device path that does not exist is a board that is not connected
+        (a URL, socket:// or rfc2217://, is tried when the link opens)."""
+        if "://" not in self.url and not Path(self.url).exists():
+            raise TargetUnavailable(
+                f"{self.name}: no board at {self.url} (the port does not exist: the board is "
+                "not connected, or has another name)",
+                fix="plug the board in, or set connection.port to its port "
+                "(ls /dev/serial/by-id/ names them by board)",
+            )
         return self.url
 
     def reset(self) -> None:

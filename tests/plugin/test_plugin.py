@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from unreachable_boards import GHOST_PORT, board_file, refused_port
 
 HOST = """
 name: {name}
@@ -31,36 +32,17 @@ def test_case(hil_check):
     hil_check()
 """
 
-# Simulates targets that cannot be had or whose link is down: the only stand-in in these tests,
-# at the boundary where a real board or emulator would be missing.
-SIMULATED_TARGETS = """
-from hil.errors import InfrastructureError, TargetUnavailable
-from hil.targets import host
-
-_real = host.HostTarget._provision
-
-def _provision(self):
-    if self.spec.name == "ghost":
-        raise TargetUnavailable("ghost board is not connected", fix="plug the board in")
-    if self.spec.name == "flaky":
-        raise InfrastructureError("serial link to flaky is down")
-    _real(self)
-
-def pytest_configure(config):
-    host.HostTarget._provision = _provision
-
-def pytest_unconfigure(config):
-    host.HostTarget._provision = _real
-"""
-
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, shared_cache: Path) -> pytest.Pytester:
     devices = pytester.mkdir("devices")
-    for name in ("host", "host2", "ghost", "flaky"):
+    for name in ("host", "host2"):
         (devices / f"{name}.yaml").write_text(HOST.format(name=name))
+    (devices / "ghost.yaml").write_text(board_file("ghost", GHOST_PORT, "[portable, xnnpack-fp32]"))
+    (devices / "flaky.yaml").write_text(
+        board_file("flaky", refused_port(), "[portable, xnnpack-fp32]")
+    )
     pytester.makepyfile(test_suite=SUITE)
-    pytester.makeconftest(SIMULATED_TARGETS)
     pytester.makeini(
         f"[pytest]\naddopts = --hil-cache-dir={shared_cache} -p no:cacheprovider -p no:labgrid -W ignore::pytest.PytestAssertRewriteWarning\n"
     )
@@ -72,7 +54,7 @@ def test_unknown_target_is_a_usage_error_listing_valid_names(project: pytest.Pyt
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*unknown target 'hots'; valid targets: *flaky, fvp-u55, fvp-u85, ghost, host, host2, *vboard"
+            "*unknown target 'hots'; valid targets: *flaky, fvp-u55, fvp-u85, ghost, host, host2, *vboard, vgf-emu"
         ]
     )
 
@@ -110,7 +92,10 @@ def test_unavailable_target_is_skipped_with_reason_and_fix(project: pytest.Pytes
     result = project.runpytest("--target=ghost", "-rs")
     result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines(
-        ["*target ghost unavailable: ghost board is not connected", "*fix: plug the board in"]
+        [
+            f"*target ghost unavailable: ghost: no board at {GHOST_PORT} (the port does not exist*",
+            "*fix: plug the board in*",
+        ]
     )
 
 
@@ -126,7 +111,7 @@ def test_broken_target_errors_once_then_skips_with_the_first_cause(
     result = project.runpytest("--target=flaky", "--target=host", "-rs")
     result.assert_outcomes(errors=1, skipped=2, passed=3)
     result.stdout.fnmatch_lines(
-        ["*out of service since an earlier failure: serial link to flaky is down*"]
+        ["*out of service since an earlier failure: cannot open serial port socket://127.0.0.1:*"]
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from unreachable_boards import GHOST_PORT, board_file, refused_port
 
 from hil.report.certify import write_report
 
@@ -75,28 +76,6 @@ NEXT = {
     "heavy": 8,
     "rows": 1,
 }
-
-# The stand-ins for a board that is not connected and a link that is down: the operating-system
-# boundary where a real lab would fail, as in tests/plugin.
-SIMULATED = """
-from hil.errors import InfrastructureError, TargetUnavailable
-from hil.targets import host
-
-_real = host.HostTarget._provision
-
-def _provision(self):
-    if self.spec.name == "ghost":
-        raise TargetUnavailable("ghost board is not connected", fix="plug the board in")
-    if self.spec.name == "flaky":
-        raise InfrastructureError("serial link to flaky is down")
-    _real(self)
-
-def pytest_configure(config):
-    host.HostTarget._provision = _provision
-
-def pytest_unconfigure(config):
-    host.HostTarget._provision = _real
-"""
 
 
 @dataclass(frozen=True)
@@ -167,14 +146,16 @@ def run_lab(root: Path, cache: Path) -> Runs:
     for name, recipes, description in (
         ("host", "[portable, xnnpack-fp32, xnnpack-int8]", "this CPU"),
         ("host2", "[portable]", "the CPU of another lab machine"),
-        ("ghost", "[portable]", "a board that is not connected"),
-        ("flaky", "[portable]", "a board whose serial link is down"),
     ):
         (devices / f"{name}.yaml").write_text(
             DEVICE.format(name=name, recipes=recipes, description=description)
         )
+    for name, port, description in (
+        ("ghost", GHOST_PORT, "a board that is not connected"),
+        ("flaky", refused_port(), "a board whose serial link is down"),
+    ):
+        (devices / f"{name}.yaml").write_text(board_file(name, port, description=description))
     (project / "pytest.ini").write_text("[pytest]\n")
-    (project / "conftest.py").write_text(SIMULATED)
     suite = project / "suites" / "operators"
     suite.mkdir(parents=True)
     (suite / "test_lab_ops.py").write_text(_suite(BASELINE))

@@ -77,5 +77,5 @@ def test_environment_lists_tool_versions_commit_and_targets(runs: Runs) -> None:
     assert values["torch"] == str(torch.__version__)
     assert values["executorch"] == "1.5.1"
     assert values["git.commit"] == runs.commit
-    assert values["target.flaky"] == "host, measured timing"
+    assert values["target.flaky"] == "serial, measured timing"
     assert "seed.policy" in values and "command" in values

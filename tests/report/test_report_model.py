@@ -53,8 +53,8 @@ def test_every_kind_of_verdict_is_a_row_with_its_category_and_reason(
     assert "torch.export failed" in rows["broken/host/portable"]["reason"]
     assert "max_abs" in rows["drift/host/xnnpack-int8"]["reason"]  # its 1e-9 quantization bar
     assert rows["drift/host/xnnpack-int8"]["reason"].startswith("expected failure (int8 cannot")
-    assert "ghost board is not connected" in rows["relu/ghost/portable"]["reason"]
-    assert "serial link to flaky is down" in rows["relu/flaky/portable"]["reason"]
+    assert "ghost: no board at /dev/ttyHIL-ghost" in rows["relu/ghost/portable"]["reason"]
+    assert "cannot open serial port socket://" in rows["relu/flaky/portable"]["reason"]
     assert rows["relu/host/portable"]["reason"] is None
     summary = baseline["summary"]
     assert summary["categories"]["failure"] == 2
