@@ -11,7 +11,8 @@ A model's fingerprint covers its code, its configuration and its tensors:
   (walked), plain tensors and numpy arrays (by their bytes), held functions and hooks;
 * tensors: parameters and buffers, by dtype, shape and bytes.
 
-Two modules with equal fingerprints lower to the same .pte.
+Two modules with equal fingerprints lower to the same .pte, and the same module has the same
+fingerprint in every process: nothing that follows the hash seed, an id or an address counts.
 """
 
 from __future__ import annotations
@@ -225,6 +226,8 @@ class _Walk:
                 self.put("opaque" if " at 0x" in text else text)
                 return
         for name in sorted(fields):
+            if _is_cached_hash(name):
+                continue
             self.put(name)
             self.value(fields[name], depth + 1)
 
@@ -322,6 +325,13 @@ def _function_code_digest(code: types.CodeType) -> str:
     walk = _Walk(digest)
     walk.code(code)
     return "code:" + digest.hexdigest()
+
+
+def _is_cached_hash(field: str) -> bool:
+    """A private field holding the object's own hash (transformers' GenerationConfig keeps
+    `_original_object_hash`). It is derived from the other fields, which are hashed anyway,
+    and follows the process's hash seed: hashing it would give every process a new key."""
+    return field.startswith("_") and "hash" in field.lower()
 
 
 def _is_builtin(value: Any) -> bool:

@@ -7,12 +7,15 @@ import argparse
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hil.devices import DeviceRegistry, DeviceSpec
 from hil.errors import UsageError
 from hil.sdk.boards import BOARDS, SdkBoard, board_of_preset
-from hil.sdk.store import build_line
+from hil.sdk.store import build_line, default_sdk_dir
+
+if TYPE_CHECKING:
+    from hil.sdk.sources import Sources
 
 SUITES = "suites"
 
@@ -121,7 +124,7 @@ def _jobs(value: int | None) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     from hil.devices import DeviceRegistry, default_device_dirs
-    from hil.sdk import build, sources
+    from hil.sdk import build, requests, sources
 
     dirs = (
         [Path(d) for d in args.devices]
@@ -134,7 +137,16 @@ def run_build(args: argparse.Namespace) -> int:
     # The trees and tools first: a missing piece must not wait behind minutes of export.
     _, cmake_version = sources.cmake_binary()
     sources.check(trees, board, cmake_version)
-    programs = _programs(args, board.device if spec is None else spec.name)
+    device = board.device if spec is None else spec.name
+    request = _request_key(args, board, device, trees, dirs)
+    if not (args.force or args.dry_run) and (
+        sdk := requests.remembered(default_sdk_dir(), request)
+    ):
+        _say("already built for this very request (sources, suites, hil and tools unchanged)")
+        _say(f"next: pytest suites --target={board.device}   (the runner finds this SDK itself)")
+        print(sdk.prefix)
+        return 0
+    programs = _programs(args, device)
     plan = build.plan_sdk(board, trees, programs, jobs=_jobs(args.jobs))
     selection = plan.selection
     _say(
@@ -160,9 +172,24 @@ def run_build(args: argparse.Namespace) -> int:
         f"registers {', '.join(selection.portable)} (portable), the quantized, cortex_m and "
         f"prim kernels: {len(selection.registered)} operators"
     )
+    requests.remember(default_sdk_dir(), request, done.sdk)
     _say(f"next: pytest suites --target={board.device}   (the runner finds this SDK itself)")
     print(done.sdk.prefix)
     return 0
+
+
+def _request_key(
+    args: argparse.Namespace, board: SdkBoard, device: str, trees: Sources, dirs: list[Path]
+) -> str:
+    from hil.sdk import build, requests
+    from hil.sdk.identity import tree_digest
+
+    memo = default_sdk_dir().resolve() / "trees.json"
+    digests = {name: tree_digest(path, memo) for name, path in trees.trees().items()}
+    items = args.ops_from or ([SUITES] if Path(SUITES).is_dir() else [])
+    return requests.request_key(
+        board, device, digests, build.tools_for(board), items, dirs, bool(args.full)
+    )
 
 
 def _programs(args: argparse.Namespace, device: str) -> list[Path]:
@@ -195,7 +222,7 @@ def _programs(args: argparse.Namespace, device: str) -> list[Path]:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from hil.sdk.store import default_sdk_dir, list_sdks
+    from hil.sdk.store import list_sdks
 
     sdks = list_sdks()
     if not sdks:

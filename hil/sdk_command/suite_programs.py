@@ -9,6 +9,9 @@ one of them in the cache, so building the SDK costs that run no export.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,11 +60,18 @@ def collect_checks(
         "--hil-export-workers=0",
         *extra_args,
     ]
-    code = pytest.main(args, plugins=[collector])
+    # pytest's own lines (a count per file, its warnings summary) are not the command's steps:
+    # kept, and shown only when the collection fails
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        code = pytest.main([*args, "-W", "ignore::DeprecationWarning"], plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        tail = "\n".join(said.getvalue().strip().splitlines()[-15:])
         raise UsageError(
-            f"collecting {' '.join(paths)} for --target={device} failed (pytest exit {int(code)})",
-            fix=f"run `pytest {' '.join(paths)} --target={device} --collect-only` to see why",
+            f"collecting {' '.join(paths)} for --target={device} failed (pytest exit "
+            f"{int(code)}):\n{tail}",
+            fix=f"run `pytest {' '.join(paths)} --target={device} --collect-only` to see it all",
         )
     return collector.checks
 

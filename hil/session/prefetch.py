@@ -33,7 +33,7 @@ from hil.progress import Progress
 
 log = logging.getLogger("hil.session.prefetch")
 
-PENDING, TAKEN_BACK, RUNNING, DONE, FAILED = range(5)
+PENDING, TAKEN_BACK, RUNNING, DONE, FAILED, EXPORTED = range(6)  # EXPORTED: DONE, built now
 WAIT_POLL_S = 0.05
 WAIT_SAY_EVERY_S = 15.0
 
@@ -95,9 +95,11 @@ class ExportPool:
         self._index = {e.key: i for i, e in enumerate(self.exports)}
         self._state: Any = context.Array("i", len(self.exports), lock=False)
         self._owner: Any = context.Array("i", len(self.exports), lock=False)  # worker number
+        self._seconds: Any = context.Array("d", len(self.exports), lock=False)  # export time
+        self._ended: Any = context.Array("d", len(self.exports), lock=False)  # monotonic, or 0
+        self._claimed: set[int] = set()  # exports made now that a check has already reported
         self._lock = context.Lock()
         self._progress = progress
-        self._started = time.monotonic()
         log_dir.mkdir(parents=True, exist_ok=True)
         self._workers = [
             context.Process(
@@ -117,35 +119,45 @@ class ExportPool:
 
     # -- the check's side ---------------------------------------------------------------------
 
-    def wait_for(self, case: Case, source: str) -> None:
+    def wait_for(self, case: Case, source: str) -> float | None:
         """Return once the check may read its artifact: built (or failed) by a worker, or
-        taken back because no worker has started it. The cache's lock settles any race."""
+        taken back because no worker has started it. The cache's lock settles any race.
+        Returns the seconds a worker spent exporting it in this run, to the first check that
+        reads it (so the run's records count each export once), else None."""
         index = self._index.get(source)
         if index is None:
-            return
+            return None
         with self._lock:
             if self._state[index] == PENDING:
                 self._state[index] = TAKEN_BACK
-                return
+                return None
         said = time.monotonic()
         while self._state[index] == RUNNING:
             if not self._workers[self._owner[index] - 1].is_alive():
                 log.warning("the worker exporting %s died; the check exports it", case.name)
-                return  # the cache's lock died with it: the check exports it itself
+                return None  # the cache's lock died with it: the check exports it itself
             if time.monotonic() - said >= WAIT_SAY_EVERY_S:
                 said = time.monotonic()
                 self._progress(f"waiting for {case.name}'s export ({self.status()})")
             time.sleep(WAIT_POLL_S)
+        if self._state[index] != EXPORTED or index in self._claimed:
+            return None
+        self._claimed.add(index)
+        return float(self._seconds[index])
 
     def status(self) -> str:
         """'12 of 86 exported, 2 running, about 4 min left'."""
         states = list(self._state)
-        done = states.count(DONE) + states.count(FAILED)
+        done = states.count(DONE) + states.count(EXPORTED) + states.count(FAILED)
         running = states.count(RUNNING)
         left = states.count(PENDING) + running
         line = f"{done} of {len(states)} exported, {running} running"
-        if done and left:  # at the rate so far
-            line += f", about {_minutes((time.monotonic() - self._started) * left / done)} left"
+        ended = sorted(t for t in self._ended if t)
+        if len(ended) >= 2 and left:
+            # at the rate since the first one ended: the first exports of a run also import
+            # and warm up each recipe's compiler, which the rest do not pay again
+            each = (ended[-1] - ended[0]) / (len(ended) - 1)
+            line += f", about {_minutes(each * left)} left"
         return line
 
     def close(self) -> None:
@@ -169,8 +181,11 @@ class ExportPool:
                     return index
         return None
 
-    def _finish(self, index: int, ok: bool) -> None:
-        self._state[index] = DONE if ok else FAILED
+    def _finish(self, index: int, ok: bool, exported_in: float | None = None) -> None:
+        if exported_in is not None:
+            self._seconds[index] = exported_in
+        self._ended[index] = time.monotonic()
+        self._state[index] = (DONE if exported_in is None else EXPORTED) if ok else FAILED
 
 
 def _work(pool: ExportPool, worker: int, build: Callable[[Export], object], log_file: Path) -> None:
@@ -198,9 +213,11 @@ def _work(pool: ExportPool, worker: int, build: Callable[[Export], object], log_
             log.info("%s failed: %s: %s", what, type(e).__name__, e)
             pool._finish(index, ok=False)
             continue
-        pool._finish(index, ok=True)
-        if getattr(artifact, "exported_now", True):
-            log.info("%s exported in %.1f s", what, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        fresh = bool(getattr(artifact, "exported_now", True))
+        pool._finish(index, ok=True, exported_in=seconds if fresh else None)
+        if fresh:
+            log.info("%s exported in %.1f s", what, seconds)
         else:
             log.info("%s was in the cache already", what)
 

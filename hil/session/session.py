@@ -157,9 +157,18 @@ class Session:
         """The case's artifact for `target`'s recipe, from the cache or exported now (or by
         a worker, after export_ahead); no target is provisioned."""
         recipe_obj = self._recipe(self.devices.get(target), recipe)
+        return self._artifact(case, self.references.built(case), recipe_obj)
+
+    def _artifact(self, case: Case, built: BuiltCase, recipe: Recipe) -> Artifact:
+        """The artifact, after its export made ahead (if any) is done: one a worker made in
+        this run is reported as exported now (with the worker's time) to the first check."""
+        made_ahead = None
         if self._ahead is not None:
-            self._ahead.wait_for(case, export_source(case.name, recipe_obj.key_material()))
-        return self.references.artifact(self.references.built(case), recipe_obj)
+            made_ahead = self._ahead.wait_for(case, export_source(case.name, recipe.key_material()))
+        artifact = self.references.artifact(built, recipe)
+        if made_ahead is not None and not artifact.exported_now:
+            return replace(artifact, exported_now=True, export_seconds=made_ahead)
+        return artifact
 
     def export_ahead(
         self, checks: Sequence[tuple[Case, str, RecipeChoice]], workers: int | None = None
@@ -202,9 +211,7 @@ class Session:
         recipe_obj = self._recipe(spec, recipe)
         device = self.targets.get(target)  # first: a missing target must not cost an export
         built = self.references.built(case)
-        if self._ahead is not None:
-            self._ahead.wait_for(case, export_source(case.name, recipe_obj.key_material()))
-        artifact = self.references.artifact(built, recipe_obj)
+        artifact = self._artifact(case, built, recipe_obj)
         reference = self.references.eager(built)
         deployment = device.deploy(artifact)
         budget = budget_for(case, spec, recipe_obj.name)

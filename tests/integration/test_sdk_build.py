@@ -144,3 +144,18 @@ def test_the_command_takes_kernels_from_a_real_program_and_prints_the_sdk(
 
     config = firmware.firmware_config(session.devices.get("qemu-m55"))
     assert firmware.bare_metal_executorch_root(config) == Path(printed)
+
+    # the same request again answers from what it stored: no program is read, nothing planned
+    monkeypatch.setattr(
+        "hil.sdk_command._programs", lambda *a: pytest.fail("the programs were read again")
+    )
+    assert cli.main(argv) == 0
+    again = capsys.readouterr().out
+    assert "already built for this very request" in again
+    assert again.strip().splitlines()[-1] == printed
+    monkeypatch.undo()
+    monkeypatch.setenv("HIL_SDK_DIR", str(tmp_path / "sdk"))
+    # an edited source of the tree is another request: collected and planned again
+    (trees.executorch / "runtime" / "executor" / "program.h").write_text("// edited\n")
+    assert cli.main([*argv, "--dry-run"]) == 0
+    assert "2 portable operators from 1 programs" in capsys.readouterr().out

@@ -130,3 +130,46 @@ def test_a_check_that_made_its_own_case_waits_for_the_export_made_ahead(tmp_path
         assert (tmp_path / "c0").exists()  # waited for the worker's export, not taken back
     finally:
         ahead.close()
+
+
+class Found:
+    """What a worker's build returns for an artifact another process had already made."""
+
+    exported_now = False
+
+
+def test_an_export_made_now_is_reported_once_and_one_found_in_the_cache_not_at_all(
+    tmp_path: Path,
+) -> None:
+    items = exports(cases(2))
+
+    def build(export: Export) -> object:
+        time.sleep(0.2)
+        return Found() if export.case.name == "c1" else None  # c0: built by the worker
+
+    ahead = pool(tmp_path, items, build, workers=2)
+    try:
+        wait_until(lambda: ahead.status().startswith("2 of 2"), "both exports")
+        made = ahead.wait_for(items[0].case, items[0].source)
+        assert made is not None and made >= 0.2  # the worker's own export time
+        assert ahead.wait_for(items[0].case, items[0].source) is None  # told once per run
+        assert ahead.wait_for(items[1].case, items[1].source) is None
+    finally:
+        ahead.close()
+
+
+def test_the_time_left_is_estimated_at_the_rate_after_the_first_export(tmp_path: Path) -> None:
+    """The first export of a run also warms up the compiler (measured: an estimate of 11 min
+    with 1.5 min to go); the rate is taken from the exports after it."""
+    items = exports(cases(12))
+
+    def build(export: Export) -> None:
+        time.sleep(3.0 if export.case.name == "c0" else 0.1)
+
+    ahead = pool(tmp_path, items, build, workers=1)
+    try:
+        wait_until(lambda: ahead.status().startswith("6 of 12"), "six exports")
+        status = ahead.status()
+    finally:
+        ahead.close()
+    assert status.endswith(("about 0 s left", "about 1 s left")), status  # 6 x 0.1 s to go
