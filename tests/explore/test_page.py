@@ -9,20 +9,17 @@ with Vela's per-layer cycles and a hand-made per-node error file, the server lis
 from __future__ import annotations
 
 import json
-import os
-import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, unquote
 
 import pytest
 from browser import ExplorerBrowser, Page
-from explore_paths import ARTIFACTS, HERE, REPO
+from explore_paths import ARTIFACTS
+from explore_server import explore, with_graph
 
 from hil.artifacts.tosa_graph import read_tosa
 from hil.explore import server
@@ -69,64 +66,16 @@ def served(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Served]:
     work = tmp_path_factory.mktemp("explore-cli")
-    port = server.free_port(18600)
-    assert port is not None
-    command = [
-        sys.executable,
-        "-m",
-        "hil.cli",
-        "explore",
+    with explore(
         "explore_models:TWO_DELEGATES",
-        "--target",
         "u85-ref",
-        "--suites",
-        str(HERE),
-        "--hil-cache-dir",
-        str(explore_cache),
-        "--viewer-venv",
-        str(viewer.venv),
-        "--no-browser",
-        "--port",
-        str(port),
-        "--errors",
-        str(error_file(two_delegates, work)),
-    ]
-    env = {**os.environ, "HIL_EXPLORE_DIR": str(work), "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        url = read_url(process, timeout=240)
-        yield Served(url, port, process, two_delegates.label)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=30)
-
-
-def read_url(process: subprocess.Popen[str], timeout: float) -> str:
-    assert process.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], 1.0)
-        if ready:
-            line = process.stdout.readline()
-            if line.startswith("http://"):
-                return line.strip()
-        if process.poll() is not None:
-            break
-    process.kill()
-    _, err = process.communicate()
-    raise AssertionError(f"hil explore printed no URL (exit {process.returncode}):\n{err}")
-
-
-def with_graph(url: str, graph: str, collection: str) -> str:
-    base, data = url.split("?data=")
-    state = json.loads(unquote(data))
-    pane = state["uiState"]["paneStates"][0]
-    pane["selectedGraphId"], pane["selectedCollectionLabel"] = graph, collection
-    pane["selectedNodeId"] = ""
-    return f"{base}?data={quote(json.dumps(state))}"
+        cache=explore_cache,
+        viewer_venv=viewer.venv,
+        work=work,
+        first_port=18600,
+        extra=("--errors", str(error_file(two_delegates, work))),
+    ) as running:
+        yield Served(running.url, running.port, running.process, two_delegates.label)
 
 
 @pytest.fixture(scope="module")

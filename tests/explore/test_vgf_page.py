@@ -8,22 +8,18 @@ loaded in headless Chromium; the screenshot is kept in .hil/test-artifacts/ for 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from browser import ExplorerBrowser
-from explore_paths import HERE, REPO
-from test_page import read_url, shot, with_graph
+from explore_paths import HERE
+from explore_server import explore, with_graph
+from test_page import shot
 
 from hil.artifacts.pte_program import read_program
 from hil.devices import DeviceRegistry
 from hil.errors import TargetUnavailable
-from hil.explore import server
 from hil.explore.delegates import VGF_BACKEND
 from hil.explore.source import from_case
 from hil.explore.viewer import Viewer
@@ -64,39 +60,16 @@ def served_vgf(
     explore_cache: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
-    work = tmp_path_factory.mktemp("explore-vgf")
-    port = server.free_port(18700)
-    assert port is not None
-    command = [
-        sys.executable,
-        "-m",
-        "hil.cli",
-        "explore",
+    with explore(
         "explore_models:SMALL",
-        "--target",
         TARGET,
-        "--recipe",
-        "vgf",
-        "--suites",
-        str(HERE),
-        "--hil-cache-dir",
-        str(explore_cache),
-        "--viewer-venv",
-        str(viewer.venv),
-        "--no-browser",
-        "--port",
-        str(port),
-    ]
-    env = {**os.environ, "HIL_EXPLORE_DIR": str(work), "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        yield read_url(process, timeout=240)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=30)
+        cache=explore_cache,
+        viewer_venv=viewer.venv,
+        work=tmp_path_factory.mktemp("explore-vgf"),
+        first_port=18700,
+        extra=("--recipe", "vgf"),
+    ) as running:
+        yield running.url
 
 
 def test_the_pte_graph_marks_the_vgf_delegate_call(
