@@ -13,7 +13,7 @@ Pure functions of arrays and facts; no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -211,9 +211,26 @@ def quantization_checks(
 def _quantization_check(
     index: int, e: Array, q: Array, facts: ProgramFacts, rules: CaseRules, tolerance: Tolerance
 ) -> Check:
+    whole = (e, q)  # a classifier's rows, for top-1
+    e, q, unheld = _finite_in_eager(e, q)
+    if unheld and not e.size:
+        return not_judged(
+            Question.QUANTIZATION,
+            f"output {index}",
+            f"eager's output is non-finite everywhere ({unheld} elements): a quantized output "
+            "cannot hold infinity or NaN, so there is nothing to judge its quantization by",
+            reference=EAGER,
+        )
     metrics = measure(e, q)
     observed = _observed(metrics)
     limits = list(tolerance.limits)
+    if unheld:
+        tolerance = replace(
+            tolerance,
+            basis=f"{tolerance.basis}; eager's {unheld} non-finite element(s) (as atanh(1) "
+            "= inf) left out: a quantized output cannot hold them (the target question still "
+            "compares every element with the quantized model)",
+        )
     step = facts.step(index)
     if step and metrics.peak <= step and not (rules.override and rules.override.max_abs):
         # eager's whole output lies within one output step of zero (acos(1), a product of tiny
@@ -229,7 +246,8 @@ def _quantization_check(
             f"({step:.3g}): the quantized model must be within that step",
         )
     if rules.classifier and index == 0:
-        observed["top1_agreement"] = top1_agreement(e, q, quantization_margin(e, q, facts.step(0)))
+        margin = quantization_margin(*whole, facts.step(0))
+        observed["top1_agreement"] = top1_agreement(*whole, margin)
         limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
     return judged(
         Question.QUANTIZATION,
@@ -239,6 +257,17 @@ def _quantization_check(
         reference=EAGER,
         basis=tolerance.basis,
     )
+
+
+def _finite_in_eager(e: Array, q: Array) -> tuple[Array, Array, int]:
+    """The elements where eager is finite, and how many it is not at (where the quantized
+    model is finite: an integer type has no infinity or NaN to give back)."""
+    unheld = ~np.isfinite(e) & np.isfinite(q)
+    count = int(np.count_nonzero(unheld))
+    if not count:
+        return e, q, 0
+    keep = ~unheld
+    return e[keep], q[keep], count
 
 
 def quantization_margin(eager: Array, quantized: Array, step: float | None) -> Array:

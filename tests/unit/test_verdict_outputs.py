@@ -245,3 +245,25 @@ def test_a_float_output_within_the_absolute_floor_is_not_judged_by_sqnr() -> Non
         only(target_checks(eager, far, ProgramFacts("fp32", False), CaseRules())).status
         is Status.FAIL
     )
+
+
+def test_eager_infinities_a_quantized_output_cannot_hold_are_left_out_and_said() -> None:
+    """atanh(1) = inf (ExecuTorch's test_atanh 'ramp', 'on_bounds'): an int8 output gives its
+    largest value there. Those elements are left out of the quantization question, saying so;
+    the rest is judged as ever, and a quantized model wrong elsewhere still fails."""
+    eager = (EAGER[0].copy(),)
+    eager[0][0, :2] = (np.inf, -np.inf)
+    saturated = QUANTIZED[0].copy()
+    saturated[0, :2] = (127 * STEP, -128 * STEP)
+    good = only(quantization_checks(eager, int8((saturated,)), CaseRules()), Question.QUANTIZATION)
+    assert good.status is Status.PASS
+    assert "eager's 2 non-finite element(s) (as atanh(1) = inf) left out" in good.basis
+    noisy = saturated + RNG.normal(scale=0.2, size=(1, 64)).astype(np.float32)
+    poor = only(quantization_checks(eager, int8((noisy,)), CaseRules()), Question.QUANTIZATION)
+    assert poor.status is Status.FAIL and "sqnr_db" in [b.metric for b in poor.breaches]
+    nothing = (np.full((1, 4), np.inf, np.float32),)
+    unjudged = only(
+        quantization_checks(nothing, int8((np.ones((1, 4), np.float32),)), CaseRules()),
+        Question.QUANTIZATION,
+    )
+    assert unjudged.status is Status.NOT_JUDGED and "non-finite everywhere" in unjudged.cause
