@@ -267,3 +267,16 @@ def test_eager_infinities_a_quantized_output_cannot_hold_are_left_out_and_said()
         Question.QUANTIZATION,
     )
     assert unjudged.status is Status.NOT_JUDGED and "non-finite everywhere" in unjudged.cause
+
+
+def test_an_integer_output_in_another_type_is_a_mismatch_that_says_whether_the_values_agree() -> (
+    None
+):
+    """The Arm backends narrow int64 to int32 (ExecuTorch's test_clamp int64 rows): the program
+    hands its caller another type, whatever the values."""
+    eager = (np.arange(6, dtype=np.int64),)
+    same = target_checks(eager, (np.arange(6, dtype=np.int32),), int8(), CaseRules())
+    assert same[0].status is Status.FAIL
+    assert "output 0 has dtype int32, eager PyTorch int64 (the values agree" in same[0].cause
+    other = target_checks(eager, (np.zeros(6, dtype=np.int32),), int8(), CaseRules())
+    assert "(the values differ too)" in other[0].cause
