@@ -7,17 +7,20 @@ is timed on one thread too, so a budget relative to eager means the same on a 2-
 
 from __future__ import annotations
 
+import contextlib
+import re
 from typing import Any
 
 from hil.arrays import to_array
 from hil.artifacts.store import Artifact
 from hil.call import fresh
+from hil.capture import captured_output
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import (
     DeployError,
     MissingKernel,
-    TargetCrash,
+    RunRefused,
     TargetUnavailable,
 )
 from hil.settings import HostSettings
@@ -79,8 +82,28 @@ class HostTarget(Target):
         try:
             outputs, timings = timed_runs(once, policy)
         except RuntimeError as e:
-            raise TargetCrash(f"the ExecuTorch runtime failed to execute the model: {e}") from e
+            raise self._refusal(method, inputs, e) from e
         return RunResult(outputs=tuple(to_array(o) for o in outputs), timings_us=timings)
+
+    @staticmethod
+    def _refusal(method: Any, inputs: Inputs, error: RuntimeError) -> RunRefused:
+        """execute() returned an error: a kernel refused its arguments, in this very process
+        (a crash would have ended it). Run once more with the runtime's log captured, so the
+        message names the operator and the kernel's own check."""
+        with captured_output() as text, contextlib.suppress(RuntimeError):
+            method.execute(list(fresh(inputs)))
+        lines = [line for line in "".join(text).splitlines() if line.strip()]
+        checks = [line for line in lines if "Check failed" in line or "failed at" in line]
+        named = (re.search(r" in operator (\S+): ", line) for line in lines)
+        operator = next((m.group(1) for m in named if m), None)
+        where = f" in {operator}" if operator else ""
+        return RunRefused(
+            f"the ExecuTorch runtime refused to run the model{where}: {error}",
+            fix="the kernel's own check is in the log lines: this runtime's kernel does not take "
+            "these arguments (a rank, dtype or layout); restrict the case to other recipes or "
+            "targets, or mark it xfail with that reason",
+            log_tail="\n".join(checks or lines[-10:]),
+        )
 
     def _teardown(self) -> None:
         self._methods.clear()

@@ -11,7 +11,7 @@ from torch import nn
 
 import hil
 from hil import Case, seeded
-from hil.errors import BudgetExceeded, CaseError, ExportError, OutputMismatch
+from hil.errors import BudgetExceeded, CaseError, ExportError, OutputMismatch, RunRefused
 from hil.session import Session
 from hil.verdict.checks import Question
 
@@ -101,6 +101,24 @@ def test_unexportable_model_fails_with_the_exporters_message(session: Session) -
     assert "torch.export failed" in str(info.value)
     assert "branchy" in str(info.value)
     assert session.check(TINY, "host", "portable").passed  # the others still run
+
+
+def test_a_kernel_that_refuses_its_arguments_is_the_programs_failure_naming_the_operator(
+    session: Session,
+) -> None:
+    """The portable convolution kernel takes 3-D or 4-D inputs; a Conv3d program exports but
+    execute() returns InvalidArgument (ExecuTorch's test_conv3d FP rows on host). That is the
+    program's failure on this runtime (RunRefused), with the kernel's own check, not a crash."""
+
+    def conv3d() -> nn.Module:
+        torch.manual_seed(0)
+        return nn.Conv3d(2, 2, 3, bias=False)
+
+    case = Case("conv3d_on_cpu", conv3d, seeded((1, 2, 4, 8, 8)))
+    with pytest.raises(RunRefused) as refused:
+        session.check(case, "host", "portable")
+    assert "refused to run the model in aten::convolution.out" in refused.value.message
+    assert "Expect input tensor to be 3-D or 4-D" in refused.value.log_tail
 
 
 def test_truncated_cached_pte_is_rebuilt_and_reported(
