@@ -27,6 +27,10 @@ from hil.settings import HostSettings
 from hil.targets.base import Deployment, RunResult, Target
 from hil.timing import timed_runs
 
+# Programs held loaded at once: a case deploys its program and runs it at once, and a session
+# over ExecuTorch's 156 operator files deploys thousands.
+HELD_PROGRAMS = 8
+
 
 class HostTarget(Target):
     """Loads each program once (keyed by its sha256) and keeps its method for later cases."""
@@ -52,7 +56,10 @@ class HostTarget(Target):
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         if artifact.sha256 in self._methods:
+            self._methods[artifact.sha256] = self._methods.pop(artifact.sha256)  # most recent
             return Deployment(artifact.sha256)
+        while len(self._methods) >= HELD_PROGRAMS:
+            del self._methods[next(iter(self._methods))]  # the least recently used
         try:
             program = self._runtime.load_program(artifact.pte_path)
             method = program.load_method("forward")

@@ -37,6 +37,10 @@ from hil.recipes.host_program import load_host_program
 from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Deployment, RunResult, Target
 
+# Programs held loaded at once (least recently used let go): a case deploys its program and
+# runs it at once, and a session over ExecuTorch's 156 operator files deploys thousands.
+HELD_PROGRAMS = 8
+
 
 @dataclass
 class LoadedProgram:
@@ -88,12 +92,19 @@ class TosaRefTarget(Target):
             except HilError as e:
                 raise DeviceSpecError(f"{self.spec.source}: {e.message}", fix=e.fix) from e
 
+    def _forget(self, sha256: str) -> None:
+        """The least recently used program, let go (deployed again, it is loaded again)."""
+        self._loaded.pop(sha256, None)
+
     def _check_recipe(self, recipe: Any) -> None:
         """A kind's own check of one recipe (the Ethos-U stand-ins check the NPU)."""
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         if artifact.sha256 in self._loaded:
+            self._loaded[artifact.sha256] = self._loaded.pop(artifact.sha256)  # most recent
             return Deployment(artifact.sha256)
+        while len(self._loaded) >= HELD_PROGRAMS:
+            self._forget(next(iter(self._loaded)))
         partition = artifact.parts.partition
         if partition is None or artifact.host_program is None or artifact.parts.tosa_spec is None:
             raise DeployError(

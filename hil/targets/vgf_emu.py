@@ -251,6 +251,17 @@ class VgfEmuTarget(TosaRefTarget):
         self.log.info("deployed %s: %d VGF delegate(s)", artifact.key[:12], len(payloads))
         return deployment
 
+    def _forget(self, sha256: str) -> None:
+        """Its scenarios dropped in the worker too: each holds Vulkan pipelines and buffers
+        (held without bound, ExecuTorch's 156 operator files grew the worker past 16 GB until
+        the kernel killed it, measured)."""
+        super()._forget(sha256)
+        program = self._programs.pop(sha256, None)
+        if program is None or self._worker is None or not self._worker.alive:
+            return
+        for key, _ in program.scenarios.values():
+            self._worker.request(f"releasing VGF scenario {key}", "drop", key)
+
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         program = self._programs[deployment.sha256]
         runner = VgfRunner(program, self._running_worker())

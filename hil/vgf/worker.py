@@ -11,6 +11,7 @@ Frames on stdin and stdout: a 4-byte little-endian length, then a pickled tuple.
     ("load", key, scenario_json, folder, input_uids, output_uids)  ->  ("ok", None)
     ("run", key, [input arrays])          ->  ("ok", [output arrays])
     ("drop", key)                         ->  ("ok", None)
+    ("held",)                             ->  ("ok", the number of scenarios built and held)
     ("probe", folder)                     ->  ("ok", None): an empty scenario, which creates
                                               the instance and device with every layer
 
@@ -76,6 +77,9 @@ class Scenarios:
 
     def drop(self, key: str) -> None:
         self.built.pop(key, None)
+
+    def held(self) -> int:
+        return len(self.built)
 
     def probe(self, folder: str) -> None:
         from pathlib import Path

@@ -221,3 +221,30 @@ def test_a_layer_the_loader_cannot_load_is_found_at_provision(
     with pytest.raises(TargetUnavailable) as caught:
         target.provision()
     assert "not usable here" in caught.value.message
+
+
+def test_the_worker_holds_only_the_most_recent_programs_and_a_released_one_runs_again(
+    vgf_ready: None, session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held without bound, a session over ExecuTorch's operator folder grew the worker past
+    16 GB until the kernel killed it. At most HELD_PROGRAMS (2 here) stay built; one let go is
+    built again when a case asks for it."""
+    from hil.targets import tosa_ref
+
+    monkeypatch.setattr(tosa_ref, "HELD_PROGRAMS", 2)
+    names = [f"held_{n}" for n in range(4)]
+    for seed, name in enumerate(names):  # four programs: each its own weights
+        session.check(seeded_conv(name, seed), TARGET, "vgf-fp").raise_for_failures()
+    target = session.target(TARGET)
+    assert isinstance(target, VgfEmuTarget) and target._worker is not None
+    assert target._worker.request("counting", "held") == 2
+    assert len(target._programs) == 2
+    again = session.check(seeded_conv(names[0], 0), TARGET, "vgf-fp")
+    assert again.verdict == "PASS" and target._worker.request("counting", "held") == 2
+
+
+def seeded_conv(name: str, seed: int) -> hil.Case:
+    torch.manual_seed(seed)
+    return case_from_module(
+        name, nn.Sequential(nn.Conv2d(3, 4, 3), nn.Sigmoid()), torch.randn(1, 3, 8, 8)
+    )
