@@ -186,15 +186,18 @@ def _request_key(
 
     memo = default_sdk_dir().resolve() / "trees.json"
     digests = {name: tree_digest(path, memo) for name, path in trees.trees().items()}
-    items = args.ops_from or ([SUITES] if Path(SUITES).is_dir() else [])
-    return requests.request_key(
-        board, device, digests, build.tools_for(board), items, dirs, bool(args.full)
-    )
+    tools = build.tools_for(board)
+    return requests.request_key(board, device, digests, tools, _ops_from(args), dirs, args.full)
+
+
+def _ops_from(args: argparse.Namespace) -> list[str]:
+    """What the kernels are chosen from: --ops-from, else ./suites when it is here."""
+    return list(args.ops_from or ([SUITES] if Path(SUITES).is_dir() else []))
 
 
 def _programs(args: argparse.Namespace, device: str) -> list[Path]:
     """The .pte files given, and those of the suites given (default: ./suites)."""
-    items = args.ops_from or ([SUITES] if Path(SUITES).is_dir() else [])
+    items = _ops_from(args)
     if not items:
         raise UsageError(
             "no programs to choose kernels from: ./suites is not here",
