@@ -39,6 +39,16 @@ import torch
 
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 MAX_DEPTH = 12  # config objects nest; deeper than this is a cycle or a runtime handle
+# Fields of library objects that hold a value following the process's hash seed, each derived
+# from fields that are hashed anyway: hashing them would give every process a new key (tiny_opt
+# was exported again on every run). By name, not by a rule: a field a rule skipped by mistake
+# would be a setting two different models share a key over.
+SEEDED_FIELDS = frozenset(
+    {
+        # GenerationConfig keeps hash(self.to_json_string()) to see later edits
+        ("transformers", "_original_object_hash"),
+    }
+)
 
 
 @functools.cache
@@ -225,8 +235,9 @@ class _Walk:
                 text = repr(value)
                 self.put("opaque" if " at 0x" in text else text)
                 return
+        library = type(value).__module__.partition(".")[0]
         for name in sorted(fields):
-            if _is_cached_hash(name):
+            if (library, name) in SEEDED_FIELDS:
                 continue
             self.put(name)
             self.value(fields[name], depth + 1)
@@ -325,13 +336,6 @@ def _function_code_digest(code: types.CodeType) -> str:
     walk = _Walk(digest)
     walk.code(code)
     return "code:" + digest.hexdigest()
-
-
-def _is_cached_hash(field: str) -> bool:
-    """A private field holding the object's own hash (transformers' GenerationConfig keeps
-    `_original_object_hash`). It is derived from the other fields, which are hashed anyway,
-    and follows the process's hash seed: hashing it would give every process a new key."""
-    return field.startswith("_") and "hash" in field.lower()
 
 
 def _is_builtin(value: Any) -> bool:
