@@ -181,7 +181,26 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         "categories": by_category,
         "targets": by_target,
         "failing": sum(n for c, n in by_category.items() if verdicts.is_failing(c)),
+        "skips": skip_causes(rows),
     }
+
+
+def skip_causes(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """The skipped results by cause, most first: what a signer reads beside a green headline
+    ("86 skipped: fvp-u55, fvp-u85: no FVP on this machine")."""
+    causes: dict[str, tuple[set[str], list[int]]] = {}
+    for row in rows:
+        if row["category"] != "skipped":
+            continue
+        reason = str(row.get("reason") or "no reason given").split("\n")[0]
+        targets, count = causes.setdefault(reason[:200], (set(), [0]))
+        targets.add(row["target"])
+        count[0] += 1
+    ordered = sorted(causes.items(), key=lambda item: -item[1][1][0])
+    return [
+        {"reason": reason, "targets": sorted(targets), "count": count[0]}
+        for reason, (targets, count) in ordered
+    ]
 
 
 def hil_version() -> str:

@@ -154,6 +154,41 @@ def test_lab_errors_look_different_from_test_failures(runs: Runs, tmp_path: Path
         assert cards["infrastructure"] == "1" and cards["failure"] == "2"
 
 
+def headline(runs: list[Path], folder: Path) -> dict[str, Any]:
+    """The verdict line of a report over `runs`, as painted: each part's class, colour, text."""
+    binary = executable()
+    if binary is None:
+        pytest.skip("chromium is not installed")
+    written = write_report(runs, folder / "report")
+    with Chromium(binary, folder / "profile") as browser:
+        session = browser.open(written.html_path.as_uri())
+        shot = browser.screenshot(session, folder / "headline.png")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, ARTIFACTS / f"report-headline-{folder.name}.png")
+        parts: dict[str, Any] = browser.evaluate(
+            session,
+            """[...document.querySelectorAll('#verdict-line span')].map(s =>
+                [s.className, getComputedStyle(s).color, s.textContent.trim()])""",
+        )
+        return parts
+
+
+def test_a_green_run_has_a_green_headline(runs: Runs, tmp_path: Path) -> None:
+    (verdict,) = headline([runs.c], tmp_path)
+    assert verdict[0] == "headline pass" and verdict[1] == "rgb(46, 125, 50)"
+    assert verdict[2].startswith("All ") and "judged results passed" in verdict[2]
+
+
+def test_a_run_with_failures_is_red_first_and_names_its_skips_in_grey(
+    runs: Runs, tmp_path: Path
+) -> None:
+    verdict, skipped, *causes = headline([runs.a], tmp_path)
+    assert verdict[0] == "headline failure" and verdict[1] == "rgb(198, 40, 40)"
+    assert "results fail their test" in verdict[2] and "1 infrastructure errors" in verdict[2]
+    assert skipped[0] == "headline skipped" and skipped[1] == "rgb(117, 117, 117)"
+    assert any("on ghost: " in c[2] and "no board at" in c[2] for c in causes), causes
+
+
 def test_screenshot_of_the_report_is_kept_and_shows_the_verdicts(page: Any, tmp_path: Path) -> None:
     browser, session, _, _ = page
     shot = browser.screenshot(session, tmp_path / "report.png")
