@@ -290,3 +290,26 @@ def test_a_none_argument_of_their_module_is_a_constant(
         "--target=host",
     )
     result.assert_outcomes(passed=2)
+
+
+def test_tosa_int_partition_assertions_are_reported_on_the_u55_and_judged_on_the_u85(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    """test_any_tosa_INT asserts the TOSA-1.0 INT profile delegates `any`: the U85 does, the
+    U55 (a subset of the profile) keeps it on its CPU with the outputs right. On the U55 that
+    assertion is reported with the reason; it failed the case before (384 checks of the
+    folder's first 88 files)."""
+    result = run(
+        pytester,
+        shared_cache,
+        str(wheel_ops() / "test_any.py"),
+        "-k",
+        "test_any_tosa_INT and any_rank1 and not reduce and not squeeze and not dims",
+        "--target=u55-ref",
+        "--target=u85-ref",
+    )
+    result.assert_outcomes(passed=2)
+    by_target = {r["target"]: r["executorch"]["stage_assertions"] for r in records(pytester)}  # type: ignore[index]
+    assert all(a["status"] == "reported" for a in by_target["u55-ref"])  # type: ignore[union-attr,index]
+    assert any("Ethos-U55 delegates a subset" in a["note"] for a in by_target["u55-ref"])  # type: ignore[union-attr,index]
+    assert any(a["status"] == "judged" for a in by_target["u85-ref"])  # type: ignore[union-attr,index]
