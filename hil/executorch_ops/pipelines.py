@@ -13,6 +13,7 @@ silently.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hil.executorch_ops.calls import PipelineCall, StageAssertion
@@ -69,6 +70,39 @@ class _Quantizer:
         return accepted
 
 
+# Their pipeline's stages in order, as a test finds them (`pipeline.find_pos("quantize")`).
+STAGES = (
+    "quantize",
+    "export",
+    "to_edge_transform_and_lower",
+    "to_executorch",
+    "serialize",
+    "run_method_and_compare_outputs",
+)
+
+
+class _QuantizeStage:
+    """Their Quantize stage as a test reaches into it (`pipeline._stages[pos].args[0]`): the
+    calibration samples a test sets there are the ones hil calibrates on."""
+
+    def __init__(self, call: PipelineCall) -> None:
+        self._call = call
+
+    @property
+    def calibration_samples(self) -> Any:
+        return self._call.options.get("calibration_samples")
+
+    @calibration_samples.setter
+    def calibration_samples(self, samples: Any) -> None:
+        self._call.options["calibration_samples"] = samples
+
+
+@dataclass(frozen=True)
+class _Stage:
+    name: str
+    args: tuple[Any, ...]
+
+
 class StandIn:
     """The part every pipeline shares: stage edits and run()."""
 
@@ -102,6 +136,18 @@ class StandIn:
     @property
     def quantizer(self) -> _Quantizer:
         return self._quantizer
+
+    def find_pos(self, stage_id: str) -> int:
+        if stage_id not in STAGES:
+            raise ValueError(f"{self.name} has no stage {stage_id!r} hil knows of")
+        return STAGES.index(stage_id)
+
+    @property
+    def _stages(self) -> list[_Stage]:
+        return [
+            _Stage(name, (_QuantizeStage(self.call),) if name == "quantize" else ())
+            for name in STAGES
+        ]
 
     # -- their stage edits ---------------------------------------------------------------
 

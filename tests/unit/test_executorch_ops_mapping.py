@@ -265,3 +265,18 @@ def test_a_bar_the_test_turns_off_is_waived_and_both_off_is_not_judged() -> None
         call("TosaPipelineINT", frobenius_threshold=None, cosine_threshold=None)
     )
     assert neither is not None and tolerances.quantization("int8", neither).limits == ()
+
+
+def test_calibration_samples_set_on_their_quantize_stage_reach_the_call() -> None:
+    """test_cond_conv1d reaches into the pipeline for both branches of a cond:
+    `pipeline._stages[pipeline.find_pos("quantize")].args[0].calibration_samples = samples`
+    (a TypeError on hil's stand-in before: 36 checks of the folder's first 88 files). What it
+    sets is what hil calibrates on (the runner reads the call's calibration_samples)."""
+    from hil.executorch_ops.pipelines import TosaPipelineINT
+
+    pipeline = TosaPipelineINT(torch.nn.ReLU(), (torch.randn(1, 2, 8),), [], tosa_extensions=["cf"])
+    samples = [(torch.rand(1, 2, 8),), (-torch.rand(1, 2, 8),)]
+    stage = pipeline._stages[pipeline.find_pos("quantize")].args[0]
+    stage.calibration_samples = samples
+    assert pipeline.call.option("calibration_samples") is samples
+    assert stage.calibration_samples is samples
