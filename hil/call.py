@@ -69,12 +69,12 @@ def flatten_call(call: Any, what: str = "inputs") -> FlatCall | Inputs:
     when it is more than a row of tensors."""
     if isinstance(call, torch.Tensor):
         return (call,)
-    if not isinstance(call, (tuple, list)) or not call:
+    if not isinstance(call, (tuple, list)):
         raise CaseError(
-            f"{what} must be a tensor or a non-empty tuple of the model's arguments, "
+            f"{what} must be a tensor or a tuple of the model's arguments, "
             f"got {type(call).__name__}"
         )
-    if all(isinstance(item, torch.Tensor) for item in call):
+    if all(isinstance(item, torch.Tensor) for item in call):  # () too: a model of no inputs
         return tuple(call)
     leaves, spec = pytree.tree_flatten(tuple(call))
     constants = tuple(Slot.TENSOR if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves)

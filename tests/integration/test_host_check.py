@@ -121,6 +121,18 @@ def test_a_kernel_that_refuses_its_arguments_is_the_programs_failure_naming_the_
     assert "Expect input tensor to be 3-D or 4-D" in refused.value.log_tail
 
 
+def test_a_model_of_no_inputs_is_exported_run_and_judged(session: Session) -> None:
+    """ExecuTorch's test_full_tosa_FP_only passes `()`: a program with no inputs is a program
+    (it was refused as a CaseError)."""
+
+    class Full(nn.Module):
+        def forward(self) -> torch.Tensor:
+            return torch.full((2, 3), 1.5)
+
+    result = session.check(hil.case_from_module("full_no_inputs", Full(), ()), "host", "portable")
+    assert result.verdict == "PASS"
+
+
 def test_truncated_cached_pte_is_rebuilt_and_reported(
     repo_devices,
     tmp_path: Path,  # type: ignore[no-untyped-def]

@@ -87,7 +87,7 @@ def test_a_none_constant_is_another_model_than_a_string() -> None:
     ("call", "message"),
     [
         ((1, 2.0), "inputs hold no tensor"),
-        (3.5, "inputs must be a tensor or a non-empty tuple of the model's arguments, got float"),
+        (3.5, "inputs must be a tensor or a tuple of the model's arguments, got float"),
     ],
 )
 def test_what_cannot_be_a_program_input_is_refused(call: object, message: str) -> None:
