@@ -63,9 +63,10 @@ def test_each_artifact_is_exported_once_and_a_warm_run_forks_nothing(
     logs = (tmp_path / "cold" / "export-workers").glob("export-worker-*.log")
     pattern = re.compile(r" ahead_\w+ \[[^]]+\] exported in ")
     by_workers = sum(len(pattern.findall(p.read_text())) for p in logs)
-    # 4 cases x 2 recipes, host and vboard sharing each .pte; a check exports only what it
-    # took back before any worker started it
-    assert sum(exported_here) + by_workers == 8
-    assert by_workers >= 1
+    # 4 cases x 2 recipes, host and vboard sharing each .pte: each export is reported as
+    # made in this run exactly once, whether a worker made it ahead or a check took it back
+    # before any worker started it
+    assert sum(exported_here) == 8
+    assert 1 <= by_workers <= 8
     assert not any(run(repo_devices, tmp_path / "cache", tmp_path / "warm"))
     assert not (tmp_path / "warm" / "export-workers").exists()
