@@ -24,7 +24,9 @@ def test_model_factory_failure_names_the_case() -> None:
         Case("bad", broken, seeded((1,))).build()
 
 
-@pytest.mark.parametrize("inputs", [lambda: (), lambda: [1, 2], lambda: "text"])
+@pytest.mark.parametrize(
+    "inputs", [lambda: None, lambda: [1, 2], lambda: "text"]
+)  # () is a model of no inputs
 def test_malformed_inputs_are_case_errors(inputs) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(CaseError):
         Case("bad", torch.nn.ReLU, inputs).build()
