@@ -178,7 +178,7 @@ def test_forward_hooks_are_part_of_the_model() -> None:
 
 
 def test_library_code_counts_by_version_and_project_code_by_content() -> None:
-    from hil.artifacts.fingerprint import library_of
+    from hil.artifacts.libraries import library_of
 
     assert library_of("torch.nn.modules.conv") == f"torch=={torch.__version__}"
     assert library_of("hil.case") is None  # this checkout (an editable install): its content
@@ -191,7 +191,7 @@ def test_libraries_are_named_as_a_scan_of_every_distribution_names_them() -> Non
     import executorch
     import yaml
 
-    from hil.artifacts.fingerprint import library_of
+    from hil.artifacts.libraries import library_of
 
     scan = importlib.metadata.packages_distributions()
     for module in (torch, np, yaml, pytest):
