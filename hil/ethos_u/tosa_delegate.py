@@ -102,7 +102,7 @@ def to_tosa_layout(tensor: torch.Tensor) -> np.ndarray[Any, Any]:
     data = data.contiguous()
     if data.dtype in RAW_BITS:  # numpy lacks the type: its bits go, the graph names the type
         data = data.view(RAW_BITS[data.dtype])
-    return np.ascontiguousarray(data.numpy())
+    return np.asarray(data.numpy(), order="C")  # ascontiguousarray would make a 0-d tensor 1-d
 
 
 def from_tosa_layout(array: np.ndarray[Any, Any], spec: TensorSpec) -> torch.Tensor:

@@ -27,7 +27,8 @@ symmetric input/output quantization. Each is a recipe option, so each is its own
 verdict. What a recipe cannot honour (4-bit weights off Ethos-U, a 32-bit activation config,
 float8 programs on the CPU's kernels) is a skip that names it. A float program is judged in its
 own float type (float32, float16, bfloat16, float8: the inputs'), whatever `tosa_extensions`
-allow; the tosa-fp recipe lowers for the test's own TOSA specification.
+allow; the tosa-fp recipe lowers for the test's own TOSA specification. The test's
+`transform_passes` run before partitioning on the Arm recipes (tosa-fp, ethos-u, vgf, vgf-fp).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import torch
 
 from hil.devices import DeviceSpec, RecipeSpec
 from hil.executorch_ops.calls import PipelineCall
+from hil.recipes import transform_passes
 from hil.tolerance_override import ToleranceOverride
 
 INT_RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8")
@@ -206,8 +208,41 @@ def vgf_spec(call: PipelineCall) -> str:
     return version + "".join(f"+{e}" for e in extensions)
 
 
+ARM_RECIPES = ("tosa-fp", "ethos-u", VGF, "vgf-fp")
+
+
 def variant_of(call: PipelineCall, recipe: str) -> Variant:
-    """The variant `call` asks of `recipe`."""
+    """The variant `call` asks of `recipe`, with the test's `transform_passes` on the Arm
+    recipes (on the CPU's recipes they are left out: they work around what TOSA lacks, such as
+    int64 indices, which ExecuTorch's CPU kernels have)."""
+    found = _variant_of(call, recipe)
+    if recipe not in ARM_RECIPES or found.unsupported or not call.option("transform_passes"):
+        return found
+    names, unnamed = _pass_names(call.option("transform_passes"))
+    if unnamed:
+        return Variant(
+            found.label,
+            unsupported=f"transform_passes {', '.join(unnamed)}: a pass hil cannot make again "
+            "from its name (built with arguments, or defined inside a function)",
+        )
+    return Variant(found.label, {**found.options, transform_passes.OPTION: names})
+
+
+def _pass_names(given: Any) -> tuple[list[str], list[str]]:
+    """The option's names of a test's passes (a list, or a dict of lists by method: its
+    "forward" list), and the passes that a name cannot make again."""
+    passes = given.get("forward", ()) if isinstance(given, dict) else given
+    names, unnamed = [], []
+    for each in passes:
+        name = transform_passes.name_of(each)
+        if name is None:
+            unnamed.append(type(each).__name__)
+        else:
+            names.append(name)
+    return names, unnamed
+
+
+def _variant_of(call: PipelineCall, recipe: str) -> Variant:
     extensions = [str(e) for e in call.option("tosa_extensions") or ()]
     if recipe == "vgf-fp":
         found = _float_variant(call, recipe)

@@ -193,19 +193,30 @@ def strip_dump_path(case: str, lowered: Sequence[Any], spec: Any) -> None:
 
 
 def lower_logged(
-    case: str, program: Any, partitioner: Any, workdir: Path, target: str, log: str, kept: str
+    case: str,
+    program: Any,
+    partitioner: Any,
+    workdir: Path,
+    target: str,
+    log: str,
+    kept: str,
+    passes: Sequence[Any] = (),
 ) -> Any:
-    """ExecuTorch's lowering with an Arm partitioner, what it printed (Vela, the converter) kept
-    as `log` beside the artifact; a refusal is an ExportError naming the stage that refused
-    (ResourceExhausted when this machine ran out). `target` ("ethos-u55-128", "VGF (...)") and
-    `kept` (what the artifact keeps to look at) complete the messages."""
+    """ExecuTorch's lowering with an Arm partitioner (after the recipe's transform `passes`),
+    what it printed (Vela, the converter) kept as `log` beside the artifact; a refusal is an
+    ExportError naming the stage that refused (ResourceExhausted when this machine ran out).
+    `target` ("ethos-u55-128", "VGF (...)") and `kept` (what the artifact keeps to look at)
+    complete the messages."""
     from executorch.exir import to_edge_transform_and_lower
 
     printed: list[str] = []
     try:
         with captured_output() as printed:
             edge = to_edge_transform_and_lower(
-                program, partitioner=[partitioner], compile_config=arm_edge_config()
+                program,
+                transform_passes=list(passes) or None,
+                partitioner=[partitioner],
+                compile_config=arm_edge_config(),
             )
     except Exception as e:
         (workdir / log).write_text("".join(printed))

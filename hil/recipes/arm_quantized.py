@@ -18,11 +18,18 @@ from typing import Any
 
 from hil.case import BuiltCase
 from hil.errors import UsageError
+from hil.recipes import transform_passes
 from hil.recipes.quantized import QuantizedModel, QuantizedStore
 from hil.verdict.tolerances import StepAllowance
 
 OPTION_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"per_channel": True, "a16w8": False, "weights": "int8", "symmetric_io": False}
+    {
+        "per_channel": True,
+        "a16w8": False,
+        "weights": "int8",
+        "symmetric_io": False,
+        transform_passes.OPTION: (),
+    }
 )
 
 TOSA_INT8 = StepAllowance(

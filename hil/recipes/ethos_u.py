@@ -43,7 +43,7 @@ from hil.ethos_u.vela import (
     mac_utilization,
     macs_per_cycle,
 )
-from hil.recipes import arm_quantized
+from hil.recipes import arm_quantized, transform_passes
 from hil.recipes.arm_partition import (
     lower_logged,
     lowered_modules,
@@ -102,6 +102,7 @@ class EthosURecipe(Recipe):
             if value is not None and not isinstance(value, str):
                 raise UsageError(f"recipe {self.name}: option {option} must be a string")
         arm_quantized.validate(self.name, self.options)
+        transform_passes.validate(self.name, self.options[transform_passes.OPTION])
         flags = self.options["extra_flags"]
         if isinstance(flags, str) or not all(isinstance(f, str) for f in flags):
             raise UsageError(f"recipe {self.name}: extra_flags must be a list of strings")
@@ -206,6 +207,7 @@ class EthosURecipe(Recipe):
             self.accelerator,
             "vela.log",
             "the TOSA graph Vela got is among the kept files",
+            transform_passes.instances(self.name, self.options[transform_passes.OPTION]),
         )
         return edge, partitioner
 

@@ -25,6 +25,7 @@ from typing import Any
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
+from hil.recipes import transform_passes
 from hil.recipes.arm_partition import lowered_modules, partition_report, serialize_lowered
 from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE
@@ -38,7 +39,9 @@ BACKEND = "TOSA"
 class TosaFpRecipe(Recipe):
     name = "tosa-fp"
     numerics = "fp32"
-    option_defaults = MappingProxyType({"version": "1.0", "extensions": ()})
+    option_defaults = MappingProxyType(
+        {"version": "1.0", "extensions": (), transform_passes.OPTION: ()}
+    )
 
     def validate(self) -> None:
         if not isinstance(self.options["version"], str):
@@ -49,6 +52,7 @@ class TosaFpRecipe(Recipe):
                 f"recipe {self.name}: option extensions must be a list of strings",
                 fix="e.g. extensions: [bf16]",
             )
+        transform_passes.validate(self.name, self.options[transform_passes.OPTION])
 
     @property
     def tosa_spec(self) -> str:
@@ -74,6 +78,7 @@ class TosaFpRecipe(Recipe):
 
         case = built.case.name
         partitioner = TOSAPartitioner(self.compile_spec())
+        passes = transform_passes.instances(self.name, self.options[transform_passes.OPTION])
         program = export_program(built)
         # the edge config of ExecuTorch's Arm flow (no IR validity check), as in the ethos-u recipe
         edge = exporter_step(
@@ -81,6 +86,7 @@ class TosaFpRecipe(Recipe):
             case,
             lambda: to_edge_transform_and_lower(
                 program,
+                transform_passes=passes or None,
                 partitioner=[partitioner],
                 compile_config=EdgeCompileConfig(_check_ir_validity=False),
             ),

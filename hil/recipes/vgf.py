@@ -36,7 +36,7 @@ from typing import Any
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import ExportError, UsageError
-from hil.recipes import arm_quantized
+from hil.recipes import arm_quantized, transform_passes
 from hil.recipes.arm_partition import (
     lower_logged,
     lowered_modules,
@@ -82,6 +82,7 @@ class VgfLowering(Recipe):
             raise UsageError(
                 f"recipe {self.name}: option tosa_spec must be a string, e.g. {DEFAULT_SPEC!r}"
             )
+        transform_passes.validate(self.name, self.options[transform_passes.OPTION])
 
     def compile_spec(self) -> Any:
         from executorch.backends.arm.vgf import VgfCompileSpec
@@ -112,6 +113,7 @@ class VgfLowering(Recipe):
                 f"VGF ({spec.tosa_spec})",
                 LOG,
                 "the lowering's log is kept beside the artifact",
+                transform_passes.instances(self.name, self.options[transform_passes.OPTION]),
             )
             lowered_program = edge.exported_program()
             lowered = lowered_modules(lowered_program)
@@ -178,7 +180,7 @@ class VgfRecipe(VgfLowering):
 class VgfFpRecipe(VgfLowering):
     name = "vgf-fp"
     numerics = "fp32"
-    option_defaults = MappingProxyType({"tosa_spec": "TOSA-1.0+FP"})
+    option_defaults = MappingProxyType({"tosa_spec": "TOSA-1.0+FP", transform_passes.OPTION: ()})
 
     def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
         return self.lower(built, export_program(built), workdir, None)

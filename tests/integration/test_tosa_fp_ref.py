@@ -99,3 +99,32 @@ def test_an_artifact_of_another_recipe_is_refused(session: Session) -> None:
     target = session.target(TARGET)
     with pytest.raises(DeployError, match="not lowered through ExecuTorch's Arm TOSA backend"):
         target.deploy(artifact)
+
+
+class Gather(nn.Module):
+    def forward(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        return torch.gather(x, 1, index)
+
+
+INT32_CASTS = (
+    "executorch.backends.arm._passes.insert_int32_casts_after_int64_placeholders:"
+    "InsertInt32CastsAfterInt64PlaceholdersPass"
+)
+
+
+def test_a_test_s_transform_passes_are_run_before_partitioning(session: Session) -> None:
+    """TOSA has no int64: ExecuTorch's gather test casts its int64 index to int32 with a pass
+    of its own, without which the gather stays on the CPU."""
+    generator = torch.Generator().manual_seed(3)
+    inputs = (
+        torch.randn(3, 5, generator=generator),
+        torch.randint(0, 5, (3, 2), generator=generator),
+    )
+    case = case_from_module("gather_int64_index", Gather(), inputs)
+    plain = session.check(case, TARGET)
+    assert plain.to_record()["partition"]["delegates"] == 0
+    cast = session.check(case, TARGET, RecipeSpec("tosa-fp", {"transform_passes": [INT32_CASTS]}))
+    cast.raise_for_failures()
+    assert cast.verdict == "PASS"
+    assert cast.to_record()["partition"]["delegates"] == 1
+    assert cast.artifact.key != plain.artifact.key

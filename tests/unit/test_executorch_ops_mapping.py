@@ -280,3 +280,25 @@ def test_calibration_samples_set_on_their_quantize_stage_reach_the_call() -> Non
     stage.calibration_samples = samples
     assert pipeline.call.option("calibration_samples") is samples
     assert stage.calibration_samples is samples
+
+
+def test_their_transform_passes_go_to_the_arm_recipes_only() -> None:
+    """The passes work around what TOSA lacks (int64 indices); the CPU's kernels have it."""
+    from executorch.backends.arm._passes import InsertInt32CastsAfterInt64PlaceholdersPass
+
+    given = call("TosaPipelineFP", transform_passes=[InsertInt32CastsAfterInt64PlaceholdersPass()])
+    (name,) = mapping.variant_of(given, "tosa-fp").options["transform_passes"]
+    assert name.endswith(":InsertInt32CastsAfterInt64PlaceholdersPass")
+    assert mapping.variant_of(given, "portable") == mapping.Variant("fp32")
+    vgf = call(
+        "VgfPipeline",
+        quantize=False,
+        transform_passes={"forward": [given.options["transform_passes"][0]]},
+    )
+    assert mapping.variant_of(vgf, "vgf-fp").options["transform_passes"] == [name]
+    built_with_arguments = call(
+        "TosaPipelineFP",
+        transform_passes=[InsertInt32CastsAfterInt64PlaceholdersPass(tfa_pass=True)],
+    )
+    refused = mapping.variant_of(built_with_arguments, "tosa-fp").unsupported or ""
+    assert "InsertInt32CastsAfterInt64PlaceholdersPass: a pass hil cannot make again" in refused

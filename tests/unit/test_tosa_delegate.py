@@ -36,6 +36,12 @@ def test_channels_last_goes_to_nhwc_and_back() -> None:
     assert contiguous.shape == (1, 2, 3, 4)
 
 
+def test_a_zero_dimensional_tensor_stays_zero_dimensional() -> None:
+    """numpy's ascontiguousarray returns at least 1-d: the VGF scenario of index_put's 0-d value
+    refused the shape (1,) it was handed."""
+    assert to_tosa_layout(torch.tensor(5.0)).shape == ()
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2])
 def test_types_numpy_lacks_travel_as_their_bits(dtype: torch.dtype) -> None:
     """bfloat16 and float8 reach the reference model as unsigned integers of their width and
