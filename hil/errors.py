@@ -176,6 +176,12 @@ class PoolsTooSmall(DeployError):
         self.shortfalls = shortfalls
 
 
+class TraceUnavailable(TargetError):
+    """The device cannot record ExecuTorch's ETDump for an explaining run: a runner older than
+    protocol 1.3 or built without ETDump, or no room in its pools for the debug buffer. The
+    verdict stands; what explains it comes from elsewhere, and says so."""
+
+
 class TargetStateError(TargetError):
     """A target method was called in a lifecycle state that does not allow it."""
 

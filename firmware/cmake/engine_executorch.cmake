@@ -10,6 +10,10 @@
 #   See firmware/README.md "ExecuTorch for bare metal" for the options it must be built with.
 target_sources(hil-runner PRIVATE ${HIL_SRC}/engine/executorch_engine.cpp)
 target_compile_definitions(hil-runner PRIVATE HIL_WITH_EXECUTORCH=1)
+if(HIL_PLANTED_FAULT)  # tests only: a runner with one kernel wrong on purpose
+  target_sources(hil-runner PRIVATE ${HIL_SRC}/engine/planted_fault.cpp)
+  target_compile_definitions(hil-runner PRIVATE HIL_PLANTED_FAULT="${HIL_PLANTED_FAULT}")
+endif()
 
 if(HIL_PLATFORM STREQUAL "posix")
   if(NOT EXECUTORCH_ROOT AND CMAKE_CROSSCOMPILING)
@@ -39,6 +43,11 @@ if(HIL_PLATFORM STREQUAL "posix")
       list(APPEND hil_et_libs executorch::${component})
     endif()
   endforeach()
+  # ETDump (TRACE): the wheel ships the recorder and builds its runtime with the event tracer on.
+  if(TARGET executorch::etdump AND NOT HIL_ETDUMP STREQUAL "OFF")
+    list(APPEND hil_et_libs executorch::etdump)
+    target_compile_definitions(hil-runner PRIVATE HIL_WITH_ETDUMP=1)
+  endif()
   target_link_libraries(hil-runner PRIVATE ${hil_et_libs})
   set(hil_et_version "${EXECUTORCH_BUILD_VERSION}")
 else()
@@ -93,6 +102,13 @@ else()
     endif()
   endforeach()
   target_compile_options(hil-runner PRIVATE -fno-pic)
+  # ETDump (TRACE) where the install has it (EXECUTORCH_BUILD_DEVTOOLS with the event tracer):
+  # its flatcc builder works in a buffer carved from the model pool, never on a heap.
+  if(TARGET etdump AND TARGET flatccrt AND NOT HIL_ETDUMP STREQUAL "OFF")
+    list(APPEND hil_et_libs etdump flatccrt)
+    target_compile_definitions(hil-runner PRIVATE HIL_WITH_ETDUMP=1
+                                                  HIL_ETDUMP_BUILDER_BYTES=${HIL_ETDUMP_BUILDER_BYTES})
+  endif()
   target_link_libraries(hil-runner PRIVATE ${hil_et_libs})
   if(EXISTS "${EXECUTORCH_ROOT}/version.txt")
     file(STRINGS "${EXECUTORCH_ROOT}/version.txt" hil_et_version_lines LIMIT_COUNT 2)

@@ -26,16 +26,14 @@ XNNPACK int8 that call usually spans the whole quantized model, inputs' quantize
 dequantize, so the answer is "the delegate" and says only that no CPU operator came first; it is
 judged in the steps of the quantized tensor it ends on.
 
-Targets other than the host: the firmware runner (vboard, pi5-emu) sends no ETDump back
-(firmware/PROTOCOL.md has no such reply), so the same .pte runs here on the host's runtime and
-the result says so. That localizes a model or export problem (the program itself diverges), not
-a bug in the device's own kernels or firmware. For those the runner would need to link
-ExecuTorch's ETDump library (the x86-64 wheel ships libexecutorch_etdump.so and its headers,
-the aarch64 wheel the same libraries; bare metal needs it built with the event tracer on), pass
-an `ETDumpGen` to `load_method` with a debug buffer (`set_debug_buffer`, sized as
-hil.explain.etdump sizes it) and the intermediate-outputs debug level, and return the ETDump
-and the debug buffer after a run: a new request (say `ETDUMP`, announced by a HELLO flag)
-streamed back in chunks like outputs. The host would feed both to the Inspector as here.
+Runner targets (vboard, pi5-emu, pi5, boards): the intermediates are the device's own. The
+runner records ExecuTorch's ETDump with a debug buffer in one explaining run apart from the
+judged ones (firmware/PROTOCOL.md, TRACE): it loads the model again with the recorder attached,
+runs it once on the case's inputs, and loads it again without. So a kernel the device gets wrong
+is named from the device's runtime. Where the device cannot record (a runner older than protocol
+1.3 or built without ETDump, no room for the debug buffer), the same .pte runs here on the
+host's runtime instead, and the result says so: that localizes a model or export problem, not
+a bug in the device's kernels or firmware.
 """
 
 from __future__ import annotations
@@ -50,12 +48,16 @@ import torch
 from hil.artifacts.pte_program import Instruction, Program
 from hil.artifacts.store import Artifact
 from hil.case import BuiltCase
-from hil.errors import ExplainError
+from hil.errors import ExplainError, TraceUnavailable
 from hil.explain import Divergence, NodeError
 from hil.explain import etdump as devtools
 from hil.explain.etdump import Pair
 from hil.recipes.base import Recipe
+from hil.runner.driver import DeviceTrace
 from hil.verdict.tolerances import DEFAULT_ALLOWANCE, step_limits
+
+# One explaining run on the device: the debug buffer's bytes in, its ETDump back.
+DeviceRun = Callable[[int], DeviceTrace]
 
 # A float node's limit: NODE_ATOL + NODE_RTOL x the node's peak |reference|, the fp32 target
 # check's own limit (hil.verdict.tolerances). Measured 2026-12 on an AVX-512 host, every node
@@ -83,10 +85,17 @@ class CpuDivergence(Divergence):
 
 
 def explain_program(
-    built: BuiltCase, artifact: Artifact, recipe: Recipe, workdir: Path, *, target: str = "host"
+    built: BuiltCase,
+    artifact: Artifact,
+    recipe: Recipe,
+    workdir: Path,
+    *,
+    target: str = "host",
+    device: DeviceRun | None = None,
 ) -> Divergence | None:
     """Every compared operator of the artifact's program against the reference, in program
-    order; None when the runtime logged no output the reference can be paired with."""
+    order; None when the runtime logged no output the reference can be paired with. `device`:
+    the target's own explaining run, whose intermediates are used when it can record them."""
     if recipe.name not in CPU_RECIPES:
         raise ExplainError(
             f"recipe {recipe.name!r} is not a CPU program; hil.explain.cpu covers "
@@ -96,7 +105,7 @@ def explain_program(
     program = devtools.read(artifact.pte_path)
     workdir.mkdir(parents=True, exist_ok=True)
     etrecord = devtools.record(built, recipe, workdir, program)
-    etdump, debug = devtools.run_with_etdump(artifact.pte_path, program, built, workdir)
+    etdump, debug, note = _intermediates(artifact, program, built, workdir, target, device)
     pairs, graph = devtools.pairs(etrecord, etdump, debug, built)
     if not pairs:
         return None
@@ -107,16 +116,46 @@ def explain_program(
         key=lambda n: (int(n.address["instruction"]), n.name),
     )
     reference = INT8_REFERENCE if recipe.quantized else FP32_REFERENCE
-    return CpuDivergence(reference, tuple(nodes), _runtime_note(target))
+    return CpuDivergence(reference, tuple(nodes), note)
 
 
-def _runtime_note(target: str) -> str | None:
+def _intermediates(
+    artifact: Artifact,
+    program: Program,
+    built: BuiltCase,
+    workdir: Path,
+    target: str,
+    device: DeviceRun | None,
+) -> tuple[Path, Path, str | None]:
+    """The ETDump and debug buffer to pair, from the device's runtime where it can record
+    them, else from a run of the same .pte on the host's runtime; and what to say of them."""
+    why_not = ""
+    if device is not None:
+        try:
+            trace = device(devtools.debug_buffer_size(program))
+        except TraceUnavailable as e:
+            why_not = f" ({e.message})"
+        else:
+            etdump, debug = devtools.device_files(trace, workdir)
+            return (
+                etdump,
+                debug,
+                (
+                    f"from the device's runtime: {target}'s runner recorded the intermediates "
+                    "(ExecuTorch's ETDump, in an explaining run apart from the judged ones)"
+                ),
+            )
+    etdump, debug = devtools.run_with_etdump(artifact.pte_path, program, built, workdir)
     if target == "host":
-        return None
+        return etdump, debug, None
     return (
-        f"the intermediates are the host's ExecuTorch runtime's running the same .pte, not "
-        f"{target}'s: this localizes a model or export problem, not a bug in {target}'s "
-        f"kernels or firmware"
+        etdump,
+        debug,
+        (
+            f"the intermediates are the host's ExecuTorch runtime's running the same .pte, not "
+            f"{target}'s{why_not}: this localizes a model or export problem, not a bug in "
+            f"{target}'s kernels or firmware"
+        ),
     )
 
 

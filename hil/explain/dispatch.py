@@ -10,7 +10,7 @@ from hil.case import BuiltCase
 from hil.devices import DeviceSpec
 from hil.errors import HilError
 from hil.explain import Divergence
-from hil.explain.cpu import CPU_RECIPES, explain_program
+from hil.explain.cpu import CPU_RECIPES, DeviceRun, explain_program
 from hil.recipes import Recipe
 
 log = logging.getLogger("hil.explain")
@@ -29,11 +29,13 @@ def explain_check(
     workdir: Path,
     shared_dir: Path,
     run_log: str = "",
+    device: DeviceRun | None = None,
 ) -> tuple[Divergence | None, str]:
     """The divergence, or None and why there is none. Never raises: the verdict it explains
     stands whatever happens here. `shared_dir`: the cache's shared folder (quantized models).
     `run_log`: what the target said of the run (vgf-emu compares each VGF delegate with its
-    TOSA graph as it runs, which places a wrong output in a delegate)."""
+    TOSA graph as it runs, which places a wrong output in a delegate). `device`: the target's
+    own explaining run with ETDump (runner targets), tried before the host's runtime."""
     target_kind = spec.kind
     if target_kind == "vgf_emu":
         from hil.targets.vgf_emu import SUMMARY
@@ -51,7 +53,7 @@ def explain_check(
             return found, "" if found else NOTHING_PAIRED
         if recipe.name in CPU_RECIPES:
             target = "host" if target_kind == "host" else spec.name
-            found = explain_program(built, artifact, recipe, workdir, target=target)
+            found = explain_program(built, artifact, recipe, workdir, target=target, device=device)
             return found, "" if found else NOTHING_PAIRED
     except HilError as e:
         return None, f"first divergent operator not found: {e.message}"

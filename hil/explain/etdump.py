@@ -26,6 +26,7 @@ from hil.case import BuiltCase
 from hil.errors import ExplainError, ProgramUnreadable
 from hil.recipes.base import Recipe
 from hil.recipes.lowering import recording_etrecord
+from hil.runner.driver import DeviceTrace
 
 log = logging.getLogger("hil.explain.etdump")
 
@@ -103,7 +104,7 @@ def record(built: BuiltCase, recipe: Recipe, workdir: Path, program: Program) ->
 # -- the run with every intermediate kept --------------------------------------------------
 
 
-def _debug_buffer_size(program: Program) -> int:
+def debug_buffer_size(program: Program) -> int:
     """Room for every tensor value the plan holds, at 8 bytes an element plus alignment."""
     from executorch.exir._serialize._program import deserialize_pte_binary
 
@@ -125,7 +126,7 @@ def run_with_etdump(
     etdump, debug = workdir / "run.etdp", workdir / "run.debug"
     try:
         loaded = Runtime.get().load_program(
-            pte, enable_etdump=True, debug_buffer_size=_debug_buffer_size(program)
+            pte, enable_etdump=True, debug_buffer_size=debug_buffer_size(program)
         )
         loaded.load_method("forward").execute(list(built.inputs))
         loaded.write_etdump_result_to_file(str(etdump), str(debug))
@@ -135,6 +136,14 @@ def run_with_etdump(
             fix="check the program runs on the host target (hil check CASE --target host); a "
             "program for a backend this runtime lacks cannot be explained here",
         ) from e
+    return etdump, debug
+
+
+def device_files(trace: DeviceTrace, workdir: Path) -> tuple[Path, Path]:
+    """The device's ETDump and debug buffer as the files the Inspector reads."""
+    etdump, debug = workdir / "device.etdp", workdir / "device.debug"
+    etdump.write_bytes(trace.etdump)
+    debug.write_bytes(trace.debug)
     return etdump, debug
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import collections
 import hashlib
 import struct
+import zlib
 from dataclasses import dataclass, replace
 from typing import Any
 
 from numpy.typing import NDArray
 
-from hil.errors import ProtocolError
+from hil.errors import ProtocolError, TraceUnavailable
 from hil.runner import messages as m
 from hil.runner.channel import (
     REFLASH,
@@ -217,6 +218,58 @@ class RunnerClient:
             pieces.append(piece)
             offset += len(piece)
         return m.to_numpy(spec, b"".join(pieces))
+
+    # -- traces (1.3) -------------------------------------------------------------------------
+
+    def trace(self, start: bool, debug_bytes: int = 0) -> None:
+        """ExecuTorch's ETDump recorder on (with a debug buffer of `debug_bytes` for every
+        intermediate output, when > 0) or off. The runner loads its model again either way:
+        inputs are set again before the next run."""
+        info = self._info()
+        if not info.trace:
+            raise TraceUnavailable(
+                f"{self.name}: the runner records no ETDump (protocol "
+                f"{info.protocol[0]}.{info.protocol[1]}, build {info.build_id}): it is older "
+                "than protocol 1.3 or was built without ExecuTorch's ETDump",
+                fix="rebuild and flash the runner with an ExecuTorch that has ETDump "
+                "(hil firmware build --target NAME --force)",
+            )
+        self.request(m.TRACE, struct.pack("<B3xQ", int(start), debug_bytes), running=True)
+
+    def get_trace(self, part: int) -> bytes:
+        """A recorded part (messages.TRACE_ETDUMP or TRACE_DEBUG), joined from as many pieces as
+        it needs and checked against the CRC-32 the runner computed over the whole."""
+        limit = self._info().max_payload - 64
+        pieces: list[bytes] = []
+        offset, total, crc = 0, -1, 0
+        while offset != total:
+            request = struct.pack("<B3xQI", part, offset, limit)
+            reply = m.Reader(self.request(m.GET_TRACE, request, reply_size=limit), "GET_TRACE")
+            size, piece_crc = reply.u64(), reply.u32()
+            if total not in (-1, size) or (total != -1 and piece_crc != crc):
+                raise ProtocolError(
+                    f"{self.name}: trace part {part} changed while read", fix=REFLASH
+                )
+            total, crc = size, piece_crc
+            if reply.u64() != offset:
+                raise ProtocolError(
+                    f"{self.name}: trace part {part} came back out of order", fix=REFLASH
+                )
+            piece = reply.rest()
+            if not piece and offset < total:
+                raise ProtocolError(
+                    f"{self.name}: trace part {part} stopped at {offset} bytes", fix=REFLASH
+                )
+            pieces.append(piece)
+            offset += len(piece)
+        data = b"".join(pieces)
+        if zlib.crc32(data) != crc:
+            raise ProtocolError(
+                f"{self.name}: trace part {part} ({total} bytes) does not match the runner's "
+                "CRC-32",
+                fix=REFLASH,
+            )
+        return data
 
     # -- the rest ----------------------------------------------------------------------------
 

@@ -124,6 +124,22 @@ class RunnerRun:
         return ECHO_OUTPUTS if self.echo else ""
 
 
+@dataclass(frozen=True)
+class DeviceTrace:
+    """ExecuTorch's ETDump of one explaining run on the device, and the debug buffer holding
+    its intermediate outputs (empty when none were asked for). `clock_hz` and `clock_kind`
+    (messages.CLOCK_*) say what the ETDump's timestamps count: nanoseconds or CPU cycles."""
+
+    etdump: bytes
+    debug: bytes
+    clock_hz: int
+    clock_kind: int
+
+    @property
+    def clock(self) -> str:
+        return "CPU cycles" if self.clock_kind == m.CLOCK_CYCLES else "ns"
+
+
 class RunnerDriver:
     """One runner on one link: call hello() first, then deploy and run."""
 
@@ -275,10 +291,7 @@ class RunnerDriver:
             )
         client = self.client
         client.take_log()
-        for index, tensor in enumerate(inputs):
-            order = method.inputs[index].dim_order if index < len(method.inputs) else None
-            spec, data = m.from_numpy(tensor.detach().cpu().numpy(), order)
-            self.call(f"setting input {index}", client.set_input, index, spec, data)
+        self._set_inputs(method, inputs)
         times = self.call(
             "running the model",
             client.run,
@@ -294,6 +307,34 @@ class RunnerDriver:
         )
         pools = self.call("reading memory statistics", client.mem_stats)
         return RunnerRun(outputs, times, pools, client.take_log(), echo)
+
+    def _set_inputs(self, method: m.MethodInfo, inputs: Inputs) -> None:
+        for index, tensor in enumerate(inputs):
+            order = method.inputs[index].dim_order if index < len(method.inputs) else None
+            spec, data = m.from_numpy(tensor.detach().cpu().numpy(), order)
+            self.call(f"setting input {index}", self.client.set_input, index, spec, data)
+
+    def trace(self, artifact: Artifact, inputs: Inputs, debug_bytes: int) -> DeviceTrace:
+        """One run with ExecuTorch's ETDump recorder on (and every intermediate output in a
+        debug buffer of `debug_bytes`, when > 0), apart from the judged runs: the runner loads
+        the model again with the recorder, runs it once, and loads it again without it, as
+        the judged runs had it. TraceUnavailable when the runner cannot record."""
+        if not self.holds(artifact.sha256):
+            self.deploy(artifact)
+        method, client = self._methods[artifact.sha256], self.client
+        self.call("starting an ETDump trace", client.trace, True, debug_bytes)
+        try:
+            self._set_inputs(method, inputs)
+            times = self.call("running the model with ETDump", client.run, 0, 1, 1, 0.0, 0.0)
+            etdump = self.call("reading the ETDump", client.get_trace, m.TRACE_ETDUMP)
+            debug = (
+                self.call("reading the debug buffer", client.get_trace, m.TRACE_DEBUG)
+                if debug_bytes
+                else b""
+            )
+        finally:
+            self.call("stopping the ETDump trace", client.trace, False)
+        return DeviceTrace(etdump, debug, times.clock_hz, times.clock_kind)
 
     def _info(self) -> m.RunnerInfo:
         if self.info is None:

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from hil.errors import ProtocolError
 
-PROTOCOL_VERSION = (1, 2)  # 1.1: LOAD_FILE; 1.2: LINK_STATS
+PROTOCOL_VERSION = (1, 3)  # 1.1: LOAD_FILE; 1.2: LINK_STATS; 1.3: TRACE, GET_TRACE
 
 # Requests are 0x01..0x5F, replies the request | REPLY, the runner's own frames 0xE0..0xFF.
 HELLO = 0x01
@@ -28,7 +28,9 @@ LOAD_END = 0x12
 LOAD_FILE = 0x13  # 1.1, runners with a file system (HELLO flag 4)
 SET_INPUT = 0x20
 RUN = 0x30
+TRACE = 0x31  # 1.3, runners built with ETDump (HELLO flag 8)
 GET_OUTPUT = 0x40
+GET_TRACE = 0x41  # 1.3
 MEM_STATS = 0x50
 FAULT_REPORT = 0x51
 LINK_STATS = 0x52  # 1.2
@@ -48,6 +50,8 @@ NAMES = {
     SET_INPUT: "SET_INPUT",
     RUN: "RUN",
     GET_OUTPUT: "GET_OUTPUT",
+    TRACE: "TRACE",
+    GET_TRACE: "GET_TRACE",
     MEM_STATS: "MEM_STATS",
     FAULT_REPORT: "FAULT_REPORT",
     LINK_STATS: "LINK_STATS",
@@ -82,6 +86,8 @@ CLOCK_TIME_NS = 0
 CLOCK_CYCLES = 1
 DEBUG_HANG = 1
 DEBUG_FAULT = 2
+TRACE_ETDUMP = 0  # GET_TRACE parts: the ETDump flatbuffer, the debug buffer it points into
+TRACE_DEBUG = 1
 
 # ExecuTorch ScalarType codes <-> numpy dtypes.
 DTYPES: dict[int, np.dtype[Any]] = {
@@ -180,6 +186,7 @@ class RunnerInfo:
     engine_name: str
     pools: dict[str, int] = field(default_factory=dict)
     file_load: bool = False  # LOAD_FILE: the runner can load a model from its own disk
+    trace: bool = False  # TRACE: the runner records ExecuTorch's ETDump when asked (1.3)
 
     @classmethod
     def parse(cls, payload: bytes) -> RunnerInfo:
@@ -209,6 +216,7 @@ class RunnerInfo:
             engine_name=engine_name,
             pools=pools,
             file_load=bool(flags & 4),
+            trace=bool(flags & 8),
         )
 
 

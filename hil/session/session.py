@@ -10,6 +10,7 @@ the model never are.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -26,6 +27,7 @@ from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, T
 from hil.paths import default_cache_dir, default_results_dir
 from hil.progress import Progress
 from hil.recipes import Recipe, make_recipe
+from hil.runner.driver import DeviceTrace
 from hil.session.beside_eager import run_beside_eager
 from hil.session.pool import TargetPool
 from hil.session.prefetch import ExportPool, default_workers, plan
@@ -261,7 +263,8 @@ class Session:
                 "outputs were rewritten after the run (fault injection)",
             )
         elif self.explain or not result.outputs_ok:
-            result = self._explained(result, built, artifact, recipe_obj, spec, name)
+            device_run = functools.partial(device.trace, deployment, built.inputs)
+            result = self._explained(result, built, artifact, recipe_obj, spec, name, device_run)
         return result
 
     def _explained(
@@ -272,9 +275,11 @@ class Session:
         recipe: Recipe,
         spec: DeviceSpec,
         name: str,
+        device_run: Callable[[int], DeviceTrace] | None = None,
     ) -> CheckResult:
         """The result with its first divergent operator, whose per-node errors are written
-        where `hil explore` looks for them (<results>/node-errors/<case>--<target>--<recipe>)."""
+        where `hil explore` looks for them (<results>/node-errors/<case>--<target>--<recipe>).
+        `device_run`: the target's explaining run with ETDump (debug-buffer bytes in)."""
         from hil.explain.dispatch import explain_check
 
         self.progress(f"{built.case.name} on {spec.name}: looking for the first divergent operator")
@@ -286,6 +291,7 @@ class Session:
             self.results_dir / "explain" / name,
             self.cache.root / "shared",
             result.log,
+            device_run,
         )
         if divergence is not None:
             path = self.results_dir / "node-errors" / f"{name}.json"

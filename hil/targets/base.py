@@ -20,7 +20,8 @@ from hil.arrays import Array
 from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import DeviceSpec, TimingPolicy
-from hil.errors import TargetStateError
+from hil.errors import TargetStateError, TraceUnavailable
+from hil.runner.driver import DeviceTrace
 
 
 class State(enum.Enum):
@@ -136,6 +137,18 @@ class Target(ABC):
     @requires(State.READY)
     def run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         return self._run(deployment, inputs, policy)
+
+    @requires(State.READY)
+    def trace(self, deployment: Deployment, inputs: Inputs, debug_bytes: int) -> DeviceTrace:
+        """An explaining run on the device with ExecuTorch's ETDump (and its intermediate
+        outputs, for `debug_bytes` > 0), apart from the judged runs."""
+        return self._trace(deployment, inputs, debug_bytes)
+
+    def _trace(self, deployment: Deployment, inputs: Inputs, debug_bytes: int) -> DeviceTrace:
+        raise TraceUnavailable(
+            f"{self.spec.name}: {self.spec.kind} targets have no device runtime of their own "
+            "to record an ETDump from"
+        )
 
     def describe(self) -> Mapping[str, str]:
         """Identity facts for reports (runner build id, CPU model, versions)."""

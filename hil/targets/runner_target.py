@@ -37,7 +37,7 @@ from hil.devices import DeviceSpec, TimingPolicy
 from hil.errors import InfrastructureError, TargetUnavailable
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
-from hil.runner.driver import Files, RunnerDriver, RunnerRun, RunnerSite
+from hil.runner.driver import DeviceTrace, Files, RunnerDriver, RunnerRun, RunnerSite
 from hil.settings.common import LinkPolicy
 from hil.targets.base import Deployment, RunResult, Target
 from hil.transports import Link
@@ -126,6 +126,12 @@ class RunnerTarget(Target):
             counters=self._counters(artifact, run),
             log="\n".join(run.log_lines),
             not_the_model=run.not_the_model,
+        )
+
+    def _trace(self, deployment: Deployment, inputs: Inputs, debug_bytes: int) -> DeviceTrace:
+        artifact: Artifact = deployment.handle
+        return self._step(
+            "tracing the model", lambda: self.driver.trace(artifact, inputs, debug_bytes)
         )
 
     def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:

@@ -59,7 +59,18 @@ typedef struct hil_engine {
     int (*execute)(hil_error_t *err);
     int (*output)(size_t index, hil_tensor_desc_t *desc, const uint8_t **data);
     size_t (*pool_stats)(hil_pool_stat_t *out, size_t max);
+    /* ExecuTorch's ETDump, for an explaining run apart from the judged ones (NULL in builds
+     * without it). trace_begin loads the held model again with the ETDump recorder attached,
+     * and with debug_bytes > 0 every intermediate output kept in a debug buffer of that size
+     * (carved from the model pool behind the model); the host sets the inputs again.
+     * trace_part hands out what the runs since recorded: HIL_TRACE_ETDUMP or HIL_TRACE_DEBUG.
+     * trace_end loads the model again without the recorder, as the judged runs had it. */
+    int (*trace_begin)(uint64_t debug_bytes, hil_error_t *err);
+    int (*trace_part)(uint8_t part, const uint8_t **data, size_t *size, hil_error_t *err);
+    int (*trace_end)(hil_error_t *err);
 } hil_engine_t;
+
+enum { HIL_TRACE_ETDUMP = 0, HIL_TRACE_DEBUG = 1 };
 
 extern const hil_engine_t hil_echo_engine;
 #ifdef HIL_WITH_EXECUTORCH

@@ -18,6 +18,11 @@
 #include <executorch/runtime/executor/program.h>
 #include <executorch/runtime/platform/platform.h>
 #include <executorch/runtime/platform/runtime.h>
+#ifdef HIL_WITH_ETDUMP
+#include <cstdlib>
+
+#include <executorch/devtools/etdump/etdump_flatcc.h>
+#endif
 
 #include "../platform/platform.h"
 #include "../protocol/reply.h" /* hil_log */
@@ -30,6 +35,11 @@
 #ifndef HIL_MAX_PLANNED_BUFFERS
 #define HIL_MAX_PLANNED_BUFFERS 16
 #endif
+/* The ETDump builder's own buffer, carved from the model pool (0: it grows on the heap, as on
+ * posix; a bare-metal build sets a size, its flatcc builder then never calls malloc). */
+#ifndef HIL_ETDUMP_BUILDER_BYTES
+#define HIL_ETDUMP_BUILDER_BYTES 0
+#endif
 
 namespace {
 
@@ -38,6 +48,7 @@ using executorch::aten::Tensor;
 using executorch::aten::TensorImpl;
 using executorch::runtime::DataLoader;
 using executorch::runtime::Error;
+using executorch::runtime::EventTracer;
 using executorch::runtime::FreeableBuffer;
 using executorch::runtime::EValue;
 using executorch::runtime::HierarchicalAllocator;
@@ -129,6 +140,18 @@ struct Input {
     TensorImpl::StridesType strides[HIL_MAX_DIMS];
 };
 
+#ifdef HIL_WITH_ETDUMP
+/* An explaining run's recorder: the ETDump of the runs since trace_begin, and the debug buffer
+ * its intermediate outputs are written to (in the model pool, behind the model). */
+struct Trace {
+    Slot<executorch::etdump::ETDumpGen> recorder;
+    bool active = false;
+    bool finished = false; /* the ETDump was taken from the builder (result below) */
+    executorch::etdump::ETDumpResult result = {nullptr, 0};
+    uint8_t *debug = nullptr;
+};
+#endif
+
 struct State {
     size_t model_size = 0;
     Slot<PoolDataLoader> loader;
@@ -151,6 +174,9 @@ struct State {
     /* the operator load_method could not find a kernel for, from its log line */
     char missing_op[96] = "";
     long missing_index = -1;
+#ifdef HIL_WITH_ETDUMP
+    Trace trace;
+#endif
 };
 
 State *g_state;
@@ -216,11 +242,22 @@ void describe(hil_tensor_desc_t *out, ScalarType type, Span<const int32_t> sizes
 
 const char *et_version() { return HIL_EXECUTORCH_VERSION; }
 
+}  // namespace
+
+#ifdef HIL_PLANTED_FAULT
+extern "C" void hil_plant_fault(void); /* planted_fault.cpp: test builds only */
+#endif
+
+namespace {
+
 int et_init(hil_error_t *) {
     executorch::runtime::runtime_init();
     g_state = new (g_state_storage) State();
     executorch::runtime::register_pal(executorch::runtime::PalImpl::create(
         nullptr, nullptr, pal_ticks, pal_ticks_to_ns, forward_log, nullptr, nullptr, __FILE__));
+#ifdef HIL_PLANTED_FAULT
+    hil_plant_fault();
+#endif
     return 0;
 }
 
@@ -230,7 +267,8 @@ uint8_t *et_model_buffer(size_t *capacity) {
     return pool.base;
 }
 
-void et_unload() {
+/* The method and program go, the model's bytes stay in the pool (a trace reloads them). */
+void unload_program() {
     State &s = *g_state;
     for (auto &impl : s.input_impls) impl.reset();
     s.method.reset();
@@ -253,14 +291,14 @@ int fail_missing_operator(State &s, hil_error_t *err) {
     hil_error_set(err, HIL_ERR_MISSING_OPERATOR, static_cast<uint64_t>(s.missing_index < 0 ? 0 : s.missing_index), 0,
                   "missing operator %s: this runner's ExecuTorch (%s) has no kernel for it", name,
                   HIL_EXECUTORCH_VERSION);
-    et_unload();
+    unload_program();
     return -1;
 }
 
 int fail(hil_error_t *err, uint16_t code, uint64_t a, uint64_t b, const char *what, Error e) {
     hil_error_set(err, code, a, b, "%s: %s (ExecuTorch error 0x%x)", what,
                   executorch::runtime::to_string(e), static_cast<unsigned>(e));
-    et_unload();
+    unload_program();
     return -1;
 }
 
@@ -321,8 +359,9 @@ int prepare_inputs(State &s, const MethodMeta &meta, hil_error_t *err) {
     return 0;
 }
 
-int et_load(size_t size, hil_error_t *err) {
-    et_unload();
+/* The `size` model bytes in the pool made runnable, with `tracer` attached (or none). */
+int load_program(size_t size, EventTracer *tracer, hil_error_t *err) {
+    unload_program();
     State &s = *g_state;
     size_t capacity = 0;
     uint8_t *model = et_model_buffer(&capacity);
@@ -342,7 +381,7 @@ int et_load(size_t size, hil_error_t *err) {
     Result<MethodMeta> meta = s.program.get().method_meta(name);
     if (!meta.ok()) return fail(err, HIL_ERR_LOAD_FAILED, 0, 0, "method metadata", meta.error());
     if (plan_memory(s, meta.get(), err) != 0 || prepare_inputs(s, meta.get(), err) != 0) {
-        et_unload();
+        unload_program();
         return -1;
     }
     s.missing_op[0] = '\0';
@@ -350,7 +389,7 @@ int et_load(size_t size, hil_error_t *err) {
     s.method_pool.emplace(hil_platform_pool(HIL_POOL_METHOD));
     s.temp_pool.emplace(hil_platform_pool(HIL_POOL_TEMP));
     s.memory.emplace(&s.method_pool.get(), &s.planned.get(), &s.temp_pool.get());
-    Result<Method> method = s.program.get().load_method(name, &s.memory.get());
+    Result<Method> method = s.program.get().load_method(name, &s.memory.get(), tracer);
     if (!method.ok()) {
         if (method.error() == Error::MemoryAllocationFailed) {
             size_t refused = s.method_pool.get().refused();
@@ -364,6 +403,118 @@ int et_load(size_t size, hil_error_t *err) {
     s.model_size = size;
     return 0;
 }
+
+#ifdef HIL_WITH_ETDUMP
+void trace_drop(State &s) {
+    Trace &t = s.trace;
+    if (t.finished && HIL_ETDUMP_BUILDER_BYTES == 0) std::free(t.result.buf);  /* heap-built */
+    t.recorder.reset();
+    t.active = t.finished = false;
+    t.result = {nullptr, 0};
+    t.debug = nullptr;
+}
+#else
+void trace_drop(State &) {}
+#endif
+
+int et_load(size_t size, hil_error_t *err) {
+    trace_drop(*g_state);
+    return load_program(size, nullptr, err);
+}
+
+void et_unload() {
+    trace_drop(*g_state);
+    unload_program();
+}
+
+#ifdef HIL_WITH_ETDUMP
+using executorch::etdump::ETDumpGen;
+
+/* After a failed traced load the runner keeps holding the model, as the judged runs had it. */
+int reload_plain(State &s, size_t size) {
+    hil_error_t ignored = {};
+    trace_drop(s);
+    return load_program(size, nullptr, &ignored);
+}
+
+int et_trace_begin(uint64_t debug_bytes, hil_error_t *err) {
+    State &s = *g_state;
+    const size_t size = s.model_size;
+    if (size == 0 || !s.method.live()) {
+        hil_error_set(err, HIL_ERR_NO_MODEL, 0, 0, "TRACE before a model was loaded");
+        return -1;
+    }
+    trace_drop(s);
+    hil_pool_t pool = hil_platform_pool(HIL_POOL_MODEL);
+    size_t used = size;
+    uint8_t *builder = HIL_ETDUMP_BUILDER_BYTES > 0 ? take(used, pool, HIL_ETDUMP_BUILDER_BYTES) : nullptr;
+    uint8_t *debug = debug_bytes > 0 ? take(used, pool, static_cast<size_t>(debug_bytes)) : nullptr;
+    if ((HIL_ETDUMP_BUILDER_BYTES > 0 && builder == nullptr) || (debug_bytes > 0 && debug == nullptr)) {
+        size_t free_bytes = pool.size > size ? pool.size - size : 0;
+        hil_error_set(err, HIL_ERR_OUT_OF_MEMORY, debug_bytes + HIL_ETDUMP_BUILDER_BYTES, free_bytes,
+                      "the ETDump needs %lu bytes behind the model, the model pool has %lu free",
+                      UL(debug_bytes + HIL_ETDUMP_BUILDER_BYTES), UL(free_bytes));
+        return -1;
+    }
+    Trace &t = s.trace;
+    ETDumpGen &recorder = builder != nullptr
+                              ? t.recorder.emplace(Span<uint8_t>(builder, static_cast<size_t>(HIL_ETDUMP_BUILDER_BYTES)))
+                              : t.recorder.emplace();
+    if (debug != nullptr) {
+        if (!recorder.set_debug_buffer(Span<uint8_t>(debug, static_cast<size_t>(debug_bytes))).ok()) {
+            hil_error_set(err, HIL_ERR_OUT_OF_MEMORY, debug_bytes, 0, "the ETDump refused the debug buffer");
+            trace_drop(s);
+            return -1;
+        }
+        recorder.set_event_tracer_debug_level(
+            executorch::runtime::EventTracerDebugLogLevel::kIntermediateOutputs);
+        t.debug = debug;
+    }
+    t.active = true;
+    if (load_program(size, &recorder, err) != 0) {
+        reload_plain(s, size);
+        return -1;
+    }
+    hil_log(HIL_LOG_INFO, "trace: ETDump on%s", debug != nullptr ? ", with intermediate outputs" : "");
+    return 0;
+}
+
+int et_trace_part(uint8_t part, const uint8_t **data, size_t *size, hil_error_t *err) {
+    Trace &t = g_state->trace;
+    if (!t.active) {
+        hil_error_set(err, HIL_ERR_BAD_REQUEST, part, 0, "no trace: start one with TRACE first");
+        return -1;
+    }
+    if (part == HIL_TRACE_ETDUMP) {
+        if (!t.finished) {
+            t.result = t.recorder.get().get_etdump_data();
+            t.finished = true;
+        }
+        *data = static_cast<const uint8_t *>(t.result.buf);
+        *size = t.result.size;
+        return 0;
+    }
+    if (part == HIL_TRACE_DEBUG) {
+        auto *sink = t.recorder.get().get_data_sink();
+        *data = t.debug;
+        *size = t.debug != nullptr && sink != nullptr ? sink->get_used_bytes() : 0;
+        return 0;
+    }
+    hil_error_set(err, HIL_ERR_BAD_REQUEST, part, 0, "no trace part %u (0 ETDump, 1 debug buffer)",
+                  static_cast<unsigned>(part));
+    return -1;
+}
+
+int et_trace_end(hil_error_t *err) {
+    State &s = *g_state;
+    if (!s.trace.active) return 0;
+    trace_drop(s);
+    return load_program(s.model_size, nullptr, err);
+}
+#define HIL_ET_TRACE et_trace_begin, et_trace_part, et_trace_end
+#else
+#define HIL_ET_TRACE nullptr, nullptr, nullptr
+#endif
 
 size_t et_num_inputs() { return g_state->num_inputs; }
 size_t et_num_outputs() { return g_state->num_outputs; }
@@ -465,5 +616,5 @@ size_t et_pool_stats(hil_pool_stat_t *out, size_t max) {
 extern "C" const hil_engine_t hil_executorch_engine = {
     "executorch",  HIL_ENGINE_EXECUTORCH, et_version,      et_init,    et_model_buffer,
     et_load,       et_unload,             et_num_inputs,   et_num_outputs, et_input_desc,
-    et_input_buffer, et_execute,          et_output,       et_pool_stats,
+    et_input_buffer, et_execute,          et_output,       et_pool_stats,  HIL_ET_TRACE,
 };

@@ -26,6 +26,8 @@ static const struct {
     {HIL_CMD_SET_INPUT, hil_cmd_set_input},
     {HIL_CMD_RUN, hil_cmd_run},
     {HIL_CMD_GET_OUTPUT, hil_cmd_get_output},
+    {HIL_CMD_TRACE, hil_cmd_trace},
+    {HIL_CMD_GET_TRACE, hil_cmd_get_trace},
     {HIL_CMD_MEM_STATS, hil_cmd_mem_stats},
     {HIL_CMD_FAULT_REPORT, hil_cmd_fault_report},
     {HIL_CMD_LINK_STATS, hil_cmd_link_stats},

@@ -4,7 +4,8 @@
  *   info.c       HELLO, RESET, ECHO, DEBUG, MEM_STATS, LINK_STATS, FAULT_REPORT
  *   load.c       LOAD_BEGIN, LOAD_CHUNK, LOAD_END: a model over the link
  *   load_file.c  LOAD_FILE: a model from the runner's own file system (HIL_FILE_LOAD)
- *   run.c        SET_INPUT, RUN, GET_OUTPUT */
+ *   run.c        SET_INPUT, RUN, GET_OUTPUT
+ *   trace.c      TRACE, GET_TRACE: an explaining run's ETDump */
 #ifndef HIL_HANDLERS_H
 #define HIL_HANDLERS_H
 
@@ -32,5 +33,8 @@ void hil_cmd_load_file(hil_server_t *s, hil_reader_t *r);
 void hil_cmd_set_input(hil_server_t *s, hil_reader_t *r);
 void hil_cmd_run(hil_server_t *s, hil_reader_t *r);
 void hil_cmd_get_output(hil_server_t *s, hil_reader_t *r);
+
+void hil_cmd_trace(hil_server_t *s, hil_reader_t *r);
+void hil_cmd_get_trace(hil_server_t *s, hil_reader_t *r);
 
 #endif

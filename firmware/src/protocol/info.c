@@ -50,6 +50,7 @@ void hil_cmd_hello(hil_server_t *s, hil_reader_t *r) {
 #ifdef HIL_FILE_LOAD
     if (hil_file_available()) flags |= HIL_HELLO_FILE_LOAD;
 #endif
+    if (s->engine->trace_begin != NULL) flags |= HIL_HELLO_TRACE;
     hil_wr_u8(&w, flags);
     hil_wr_u8(&w, (uint8_t)n_pools);
     hil_wr_u16(&w, HIL_RX_WINDOW);

@@ -36,6 +36,10 @@ typedef struct {
     uint64_t input_received[HIL_MAX_TENSORS];
 
     int debug_arm; /* HIL_DEBUG_* to trigger inside the next RUN, 0 for none */
+
+    /* the CRC-32 of each trace part (GET_TRACE), computed once per trace */
+    uint32_t trace_crc[2];
+    uint8_t trace_crc_known; /* bit per part */
     uint32_t runs; /* RUN requests served since start */
 
     /* what reached the runner since it started, counted here (LINK_STATS): the host's

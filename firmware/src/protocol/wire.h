@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #define HIL_PROTOCOL_MAJOR 1
-#define HIL_PROTOCOL_MINOR 2 /* 1.1: LOAD_FILE (posix runners); 1.2: LINK_STATS */
+#define HIL_PROTOCOL_MINOR 3 /* 1.1: LOAD_FILE (posix runners); 1.2: LINK_STATS; 1.3: TRACE */
 
 #define HIL_MAGIC0 0xA5u
 #define HIL_MAGIC1 0x5Au
@@ -30,7 +30,9 @@ enum {
     HIL_CMD_LOAD_FILE = 0x13, /* 1.1: load a model from the runner's own file system */
     HIL_CMD_SET_INPUT = 0x20,
     HIL_CMD_RUN = 0x30,
+    HIL_CMD_TRACE = 0x31, /* 1.3: ExecuTorch's ETDump recorder on or off for the held model */
     HIL_CMD_GET_OUTPUT = 0x40,
+    HIL_CMD_GET_TRACE = 0x41, /* 1.3: the recorded ETDump or debug buffer, in pieces */
     HIL_CMD_MEM_STATS = 0x50,
     HIL_CMD_FAULT_REPORT = 0x51,
     HIL_CMD_LINK_STATS = 0x52, /* 1.2: what reached the runner, counted by the runner */
@@ -66,7 +68,12 @@ enum {
 enum { HIL_CLOCK_TIME_NS = 0, HIL_CLOCK_CYCLES = 1 };
 enum { HIL_ENGINE_ECHO = 0, HIL_ENGINE_EXECUTORCH = 1 };
 enum { HIL_DEBUG_HANG = 1, HIL_DEBUG_FAULT = 2 };
-enum { HIL_HELLO_HOLDS_MODEL = 1u, HIL_HELLO_DEBUG = 2u, HIL_HELLO_FILE_LOAD = 4u };
+enum {
+    HIL_HELLO_HOLDS_MODEL = 1u,
+    HIL_HELLO_DEBUG = 2u,
+    HIL_HELLO_FILE_LOAD = 4u,
+    HIL_HELLO_TRACE = 8u, /* 1.3: built with ExecuTorch's ETDump (TRACE, GET_TRACE) */
+};
 
 static inline void hil_put_u16(uint8_t *p, uint16_t v) {
     p[0] = (uint8_t)v;

@@ -1,0 +1,106 @@
+"""The device explains itself: a runner whose `aten::add.out` kernel is wrong on purpose (a
+test build, HIL_PLANTED_FAULT) is named as the first divergent operator from that runner's own
+ETDump, while the same program re-run on this machine's runtime is correct. Real runner, real
+pty, real ExecuTorch devtools; only the fault is planted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from torch import nn
+
+from hil import Case, seeded
+from hil.devices import DeviceRegistry
+from hil.errors import TraceUnavailable
+from hil.explain.cpu import explain_program
+from hil.recipes import make_recipe
+from hil.runner import messages as m
+from hil.session import Session
+
+REPO = Path(__file__).resolve().parents[2]
+PLANTED = "aten::add.out"
+
+
+class Residual(nn.Module):
+    """A linear layer and a residual add (the planted kernel), whose output is the model's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x) + x
+
+
+CASE = Case("residual_add", Residual, seeded((2, 8)))
+
+
+@pytest.fixture
+def planted(tmp_path: Path, shared_cache: Path) -> Iterator[Session]:
+    """vboard with a runner built with one kernel wrong on purpose."""
+    spec = yaml.safe_load((REPO / "devices" / "vboard.yaml").read_text())
+    spec["name"] = "vboard-planted"
+    spec["connection"]["firmware"] = {"preset": "host", "defines": {"HIL_PLANTED_FAULT": PLANTED}}
+    folder = tmp_path / "devices"
+    folder.mkdir()
+    (folder / "vboard-planted.yaml").write_text(yaml.safe_dump(spec))
+    registry = DeviceRegistry.from_dirs([REPO / "devices", folder])
+    with Session(
+        devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results"
+    ) as session:
+        yield session
+
+
+def test_a_wrong_device_kernel_is_named_from_the_devices_own_etdump(
+    planted: Session, tmp_path: Path
+) -> None:
+    result = planted.check(CASE, "vboard-planted", "portable")
+    assert result.verdict == "MISMATCH"
+    divergence = result.divergence
+    assert divergence is not None and divergence.first is not None, result.explained
+    assert divergence.first.operator == PLANTED
+    assert "from the device's runtime" in divergence.message()
+    # the same program on this machine's runtime: every operator within its limit
+    again = explain_program(
+        CASE.build(), result.artifact, make_recipe("portable"), tmp_path / "host-rerun"
+    )
+    assert again is not None and again.first is None
+
+
+def test_the_judged_runs_have_no_recorder_attached(planted: Session) -> None:
+    """After an explaining run the runner holds the model as the judged runs had it: the
+    next check on it passes its time budget questions with the same program, untraced."""
+    planted.check(CASE, "vboard-planted", "portable")
+    target = planted.target("vboard-planted")
+    client = target.client  # type: ignore[attr-defined]
+    assert client.info.trace
+    with pytest.raises(Exception, match="no trace"):
+        client.get_trace(m.TRACE_ETDUMP)  # the explaining run's recorder is gone
+
+
+def test_a_runner_without_etdump_says_so_and_the_host_rerun_stands_in(
+    planted: Session, tmp_path: Path
+) -> None:
+    result = planted.check(CASE, "vboard-planted", "portable")
+    target = planted.target("vboard-planted")
+    client = target.client  # type: ignore[attr-defined]
+    client.info = client.info.__class__(**{**client.info.__dict__, "trace": False})
+    with pytest.raises(TraceUnavailable, match="records no ETDump"):
+        client.trace(True, 1024)
+    found = explain_program(
+        CASE.build(),
+        result.artifact,
+        make_recipe("portable"),
+        tmp_path / "fallback",
+        target="vboard-planted",
+        device=lambda size: target.trace(
+            target.deploy(result.artifact), CASE.build().inputs, size
+        ),
+    )
+    assert found is not None and found.first is None  # the host's runtime: correct
+    assert "not vboard-planted's" in found.message() and "records no ETDump" in found.message()
