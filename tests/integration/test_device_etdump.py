@@ -98,9 +98,7 @@ def test_a_runner_without_etdump_says_so_and_the_host_rerun_stands_in(
         make_recipe("portable"),
         tmp_path / "fallback",
         target="vboard-planted",
-        device=lambda size: target.trace(
-            target.deploy(result.artifact), CASE.build().inputs, size
-        ),
+        device=lambda size: target.trace(target.deploy(result.artifact), CASE.build().inputs, size),
     )
     assert found is not None and found.first is None  # the host's runtime: correct
     assert "not vboard-planted's" in found.message() and "records no ETDump" in found.message()
