@@ -37,6 +37,8 @@ _COPIED = (
     "partition_problems",
     "quantized_agreement",
     "first_divergent",
+    "profile",
+    "profile_line",
     "explore",
     "executorch",
 )

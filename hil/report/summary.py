@@ -98,6 +98,16 @@ def backend_latency_table(records: Sequence[Record]) -> list[str]:
     return table(["case", "eager (1 thread)", *recipes], rows, right=range(1, len(recipes) + 2))
 
 
+def operator_times(records: Sequence[Record]) -> list[str]:
+    """Each check's slowest operators on the device, from its runner's ETDump (or why none)."""
+    lines = []
+    for r in records:
+        said = r.get("profile_line")
+        if said:
+            lines.append(f"  {r['case']} [{r['recipe']}]: {said}")
+    return lines
+
+
 def render(records: Sequence[Record]) -> list[str]:
     """All summary sections, one group per target."""
     lines: list[str] = []
@@ -115,6 +125,11 @@ def render(records: Sequence[Record]) -> list[str]:
             lines.append("")
             lines.append(f"target {target}: median latency by backend")
             lines.extend(latency)
+        times = operator_times(rows)
+        if times:
+            lines.append("")
+            lines.append(f"target {target}: where the time goes, per operator")
+            lines.extend(times)
         lines.append("")
     # Targets that partition a model (Ethos-U NPU, Cortex-M): delegation, Vela's estimates, MAC
     # utilization and agreement with the quantized model, plus the CPU fallbacks.

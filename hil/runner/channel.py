@@ -25,6 +25,7 @@ from hil.errors import (
     ProtocolError,
     RunRefused,
     TargetCrash,
+    TraceUnavailable,
 )
 from hil.runner import messages as m
 from hil.runner.framing import Corrupt, Frame, FrameDecoder, encode
@@ -203,6 +204,17 @@ class Channel:
     def refusal(self, kind: int, error: m.ErrorReply) -> HilError:
         """The exception for a runner's ERROR reply: what happened and what to do."""
         what = f"{self.name} refused {m.name_of(kind)}: {error.text}"
+        if kind == m.TRACE and error.code in (
+            m.ERR_UNSUPPORTED,
+            m.ERR_UNKNOWN_COMMAND,
+            m.ERR_OUT_OF_MEMORY,
+        ):
+            return TraceUnavailable(
+                what,
+                fix="give the model pool room for the debug buffer (the device file's pools)"
+                if error.code == m.ERR_OUT_OF_MEMORY
+                else REFLASH + " with ExecuTorch's ETDump",
+            )
         if error.code == m.ERR_VERSION_MISMATCH:
             theirs = f"{error.a >> 16}.{error.a & 0xFFFF}"
             return ProtocolError(

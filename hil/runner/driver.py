@@ -314,10 +314,12 @@ class RunnerDriver:
             spec, data = m.from_numpy(tensor.detach().cpu().numpy(), order)
             self.call(f"setting input {index}", self.client.set_input, index, spec, data)
 
-    def trace(self, artifact: Artifact, inputs: Inputs, debug_bytes: int) -> DeviceTrace:
-        """One run with ExecuTorch's ETDump recorder on (and every intermediate output in a
-        debug buffer of `debug_bytes`, when > 0), apart from the judged runs: the runner loads
-        the model again with the recorder, runs it once, and loads it again without it, as
+    def trace(
+        self, artifact: Artifact, inputs: Inputs, debug_bytes: int, runs: int = 1
+    ) -> DeviceTrace:
+        """`runs` runs with ExecuTorch's ETDump recorder on (and every intermediate output in
+        a debug buffer of `debug_bytes`, when > 0), apart from the judged runs: the runner
+        loads the model again with the recorder, runs it, and loads it again without it, as
         the judged runs had it. TraceUnavailable when the runner cannot record."""
         if not self.holds(artifact.sha256):
             self.deploy(artifact)
@@ -325,7 +327,7 @@ class RunnerDriver:
         self.call("starting an ETDump trace", client.trace, True, debug_bytes)
         try:
             self._set_inputs(method, inputs)
-            times = self.call("running the model with ETDump", client.run, 0, 1, 1, 0.0, 0.0)
+            times = self.call("running the model with ETDump", client.run, 0, runs, runs, 0.0, 0.0)
             etdump = self.call("reading the ETDump", client.get_trace, m.TRACE_ETDUMP)
             debug = (
                 self.call("reading the debug buffer", client.get_trace, m.TRACE_DEBUG)

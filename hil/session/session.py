@@ -23,7 +23,14 @@ from hil.artifacts.keys import export_source
 from hil.artifacts.store import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case
 from hil.devices import DeviceRegistry, DeviceSpec, RecipeSpec, default_device_dirs
-from hil.errors import HilError, InfrastructureError, InfrastructureRecovered, TargetCrash
+from hil.errors import (
+    ExplainError,
+    HilError,
+    InfrastructureError,
+    InfrastructureRecovered,
+    TargetCrash,
+    TraceUnavailable,
+)
 from hil.paths import default_cache_dir, default_results_dir
 from hil.progress import Progress
 from hil.recipes import Recipe, make_recipe
@@ -34,11 +41,14 @@ from hil.session.prefetch import ExportPool, default_workers, plan
 from hil.session.references import References, time_eager
 from hil.session.retries import Attempts, check_with_retries
 from hil.targets import Target
+from hil.targets.base import Deployment
 from hil.verdict.budgets import BudgetKind, budget_for
 from hil.verdict.judge import Observation, RecipeFacts, judge
 from hil.verdict.result import CheckResult
 
 log = logging.getLogger("hil.session")
+# runs of a profile from the device's ETDump (each instruction's time is their median)
+PROFILE_RUNS = 5
 
 OutputRewrite = Callable[[tuple[Array, ...]], Sequence[Array]]
 # A recipe of the device file by name (None: its first), or a variant of one (RecipeSpec).
@@ -256,6 +266,8 @@ class Session:
             not_the_model=run.not_the_model,
         )
         result = judge(built, spec, RecipeFacts.of(recipe_obj), artifact, reference, seen, arrays)
+        if device.records_etdump:
+            result = self._profiled(result, device, deployment, built, artifact, spec)
         if rewrite is not None and not result.outputs_ok:
             result = replace(
                 result,
@@ -266,6 +278,27 @@ class Session:
             device_run = functools.partial(device.trace, deployment, built.inputs)
             result = self._explained(result, built, artifact, recipe_obj, spec, name, device_run)
         return result
+
+    def _profiled(
+        self,
+        result: CheckResult,
+        device: Target,
+        deployment: Deployment,
+        built: BuiltCase,
+        artifact: Artifact,
+        spec: DeviceSpec,
+    ) -> CheckResult:
+        """The result with each instruction's time from the device's own ETDump, recorded in
+        runs apart from the judged ones; without, why not. Never changes the verdict."""
+        from hil.explain.profile import profile_of
+
+        emulated = " (emulated)" if spec.latency.timing == "emulated" else ""
+        try:
+            trace = device.trace(deployment, built.inputs, 0, PROFILE_RUNS)
+            profile = profile_of(trace, artifact.pte_path, trace.clock + emulated)
+        except (TraceUnavailable, ExplainError) as e:
+            return replace(result, profiled=f"no per-operator time: {e.message}")
+        return replace(result, profile=profile)
 
     def _explained(
         self,

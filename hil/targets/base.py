@@ -91,6 +91,9 @@ class Target(ABC):
     # ExecuTorch's (the reference-model targets): whether the device's runtime has a kernel for
     # every CPU operator is then judged from the artifact's partition report.
     runs_device_kernels: ClassVar[bool] = True
+    # True for targets whose device runtime can record ExecuTorch's ETDump (the runner's):
+    # each check then gets a profile from the device
+    records_etdump: ClassVar[bool] = False
 
     def __init__(self, spec: DeviceSpec) -> None:
         self.spec = spec
@@ -139,12 +142,16 @@ class Target(ABC):
         return self._run(deployment, inputs, policy)
 
     @requires(State.READY)
-    def trace(self, deployment: Deployment, inputs: Inputs, debug_bytes: int) -> DeviceTrace:
-        """An explaining run on the device with ExecuTorch's ETDump (and its intermediate
-        outputs, for `debug_bytes` > 0), apart from the judged runs."""
-        return self._trace(deployment, inputs, debug_bytes)
+    def trace(
+        self, deployment: Deployment, inputs: Inputs, debug_bytes: int = 0, runs: int = 1
+    ) -> DeviceTrace:
+        """`runs` runs on the device with ExecuTorch's ETDump (and their intermediate outputs,
+        for `debug_bytes` > 0), apart from the judged runs."""
+        return self._trace(deployment, inputs, debug_bytes, runs)
 
-    def _trace(self, deployment: Deployment, inputs: Inputs, debug_bytes: int) -> DeviceTrace:
+    def _trace(
+        self, deployment: Deployment, inputs: Inputs, debug_bytes: int, runs: int
+    ) -> DeviceTrace:
         raise TraceUnavailable(
             f"{self.spec.name}: {self.spec.kind} targets have no device runtime of their own "
             "to record an ETDump from"

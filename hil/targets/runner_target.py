@@ -48,6 +48,8 @@ R = TypeVar("R")
 class RunnerTarget(Target):
     """A target whose runner is reached through a RunnerDriver (None while none is connected)."""
 
+    records_etdump = True
+
     def __init__(self, spec: DeviceSpec) -> None:
         super().__init__(spec)
         self._driver: RunnerDriver | None = None
@@ -128,10 +130,12 @@ class RunnerTarget(Target):
             not_the_model=run.not_the_model,
         )
 
-    def _trace(self, deployment: Deployment, inputs: Inputs, debug_bytes: int) -> DeviceTrace:
+    def _trace(
+        self, deployment: Deployment, inputs: Inputs, debug_bytes: int, runs: int
+    ) -> DeviceTrace:
         artifact: Artifact = deployment.handle
         return self._step(
-            "tracing the model", lambda: self.driver.trace(artifact, inputs, debug_bytes)
+            "tracing the model", lambda: self.driver.trace(artifact, inputs, debug_bytes, runs)
         )
 
     def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:

@@ -34,6 +34,7 @@ from hil.errors import (
 from hil.verdict.budgets import Budget, LatencyStats
 from hil.verdict.checks import Check, Question, Status, json_number
 from hil.verdict.divergence import Divergence
+from hil.verdict.profile import Profile
 
 RECORD_VERSION = 2
 
@@ -87,6 +88,10 @@ class CheckResult:
     # on request; `explained` says why there is none when one was asked for
     divergence: Divergence | None = None
     explained: str = ""
+    # each instruction's time from the device's own ETDump (runner targets); `profiled` says
+    # why there is none where the target has a runner
+    profile: Profile | None = None
+    profiled: str = ""
 
     # -- reading the checks ------------------------------------------------------------------
 
@@ -222,6 +227,8 @@ class CheckResult:
                 ],
                 "margin": json_number(self.margin()),
                 "first_divergent": self.first_divergent(),
+                "profile": self.profile.to_dict() if self.profile else None,
+                "profile_line": self.profile.describe() if self.profile else self.profiled,
                 "explore": self.explore_command(),
             }
         )

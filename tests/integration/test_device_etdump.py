@@ -102,3 +102,22 @@ def test_a_runner_without_etdump_says_so_and_the_host_rerun_stands_in(
     )
     assert found is not None and found.first is None  # the host's runtime: correct
     assert "not vboard-planted's" in found.message() and "records no ETDump" in found.message()
+
+
+def test_each_check_on_a_runner_target_has_its_operators_timed_by_the_device(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    """vboard's runner records a profile in runs apart from the judged ones: every
+    instruction timed in the runner's clock, named from the program, layout work marked."""
+    with Session(cache_dir=shared_cache, results_dir=tmp_path / "results") as session:
+        result = session.check(CASE, "vboard", "portable")
+    assert result.verdict == "PASS"
+    profile = result.profile
+    assert profile is not None, result.profiled
+    assert profile.unit == "ns" and profile.runs == 5 and profile.total > 0
+    names = [o.operator for o in profile.operators]
+    assert sorted(names) == sorted(["aten::permute_copy.out", "aten::addmm.out", "aten::add.out"])
+    assert [o.layout for o in profile.operators if o.operator.startswith("aten::permute")] == [True]
+    assert 0.5 < profile.covered <= 1.0  # the instructions within the whole inference
+    line = result.to_record()["profile_line"]
+    assert "an inference (median of 5, the device's ETDump)" in line and "layout copies" in line

@@ -17,7 +17,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("state.h",),
     ("reply.h", "reply.c"),
     ("held.h", "held.c"),
-    ("handlers.h", "info.c", "load.c", "load_file.c", "run.c"),
+    ("handlers.h", "info.c", "load.c", "load_file.c", "run.c", "trace.c"),
     ("commands.h", "commands.c"),
     ("server.h", "server.c"),
 )
@@ -30,6 +30,7 @@ OWN_HEADER = {
     "load.c": "handlers.h",
     "load_file.c": "handlers.h",
     "run.c": "handlers.h",
+    "trace.c": "handlers.h",
 }
 # What protocol/ may include from outside it: the layers under the whole protocol.
 BELOW_PROTOCOL = ("../engine/", "../platform/")

@@ -11,11 +11,12 @@ import os
 import struct
 import threading
 import tty
+import zlib
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from hil.errors import DeployError, LinkTimeout, ProtocolError, TargetCrash
+from hil.errors import DeployError, LinkTimeout, ProtocolError, TargetCrash, TraceUnavailable
 from hil.runner import messages as m
 from hil.runner.client import LinkPolicy, RunnerClient
 from hil.runner.framing import HEADER_SIZE, Frame, FrameDecoder, encode
@@ -80,10 +81,11 @@ def hello_payload(
     max_payload: int = 4096,
     window: int = 1,
     pools: dict[str, int] | None = None,
+    flags: int = 0,
 ) -> bytes:
     pools = {"model": 1 << 20, "io": 1 << 16} if pools is None else pools
     out = struct.pack(
-        "<HHIQBBBBHH", major, minor, max_payload, 1_000_000_000, 0, 1, 0, len(pools), window, 0
+        "<HHIQBBBBHH", major, minor, max_payload, 1_000_000_000, 0, 1, flags, len(pools), window, 0
     )
     out += bytes(32)
     for text in ("test-build", "1.5.1", "script", "executorch"):
@@ -305,3 +307,63 @@ def test_model_transfer_recovers_from_naked_chunks_and_arrives_whole(
     assert bytes(sink.data) == model
     assert outcome.bytes_sent > len(model)  # some chunks went twice
     assert client.stats.naks >= 1
+
+
+TRACED = bytes(range(256)) * 40  # an ETDump of 10 KiB: three pieces of at most 4032 bytes
+
+
+def tracing_runner(damage_piece: int | None = None, refuse: int | None = None) -> Handler:
+    """A runner with ETDump (HELLO flag 8) handing out TRACED in pieces; `damage_piece` flips
+    a byte of that piece (its CRC-32 field still the whole part's), `refuse` answers TRACE
+    with that error code."""
+    pieces = 0
+
+    def handler(frame: Frame) -> bytes:
+        nonlocal pieces
+        if frame.type == m.HELLO:
+            return reply(frame, hello_payload(1, 3, flags=8))
+        if frame.type == m.TRACE:
+            return error(frame, refuse, 1 << 20, 4096, "no room") if refuse else reply(frame, b"\1")
+        part, offset, limit = struct.unpack("<B3xQI", frame.payload)
+        piece = bytearray(TRACED[offset : offset + limit])
+        if pieces == damage_piece:
+            piece[0] ^= 0xFF
+        pieces += 1
+        head = struct.pack("<QIQ", len(TRACED), zlib.crc32(TRACED), offset)
+        return reply(frame, head + bytes(piece))
+
+    return handler
+
+
+def test_a_trace_arrives_in_pieces_checked_against_the_runners_crc(
+    scripted: Callable[[Handler], RunnerClient],
+) -> None:
+    client = scripted(tracing_runner())
+    assert client.hello().trace
+    client.trace(True, 1 << 16)
+    assert client.get_trace(m.TRACE_ETDUMP) == TRACED
+    assert len([f for f in client.peer.requests if f.type == m.GET_TRACE]) == 3  # type: ignore[attr-defined]
+
+
+def test_a_trace_damaged_on_the_way_is_refused_not_used(
+    scripted: Callable[[Handler], RunnerClient],
+) -> None:
+    client = scripted(tracing_runner(damage_piece=1))
+    client.hello()
+    with pytest.raises(ProtocolError, match="does not match the runner's CRC-32"):
+        client.get_trace(m.TRACE_ETDUMP)
+
+
+def test_a_runner_that_cannot_trace_says_why_before_any_request(
+    scripted: Callable[[Handler], RunnerClient],
+) -> None:
+    client = scripted(answering_hello(major=1, minor=2))
+    client.hello()
+    with pytest.raises(TraceUnavailable, match="older than protocol 1.3"):
+        client.trace(True)
+    assert [f.type for f in client.peer.requests] == [m.HELLO]  # type: ignore[attr-defined]
+    no_room = scripted(tracing_runner(refuse=m.ERR_OUT_OF_MEMORY))
+    no_room.hello()
+    with pytest.raises(TraceUnavailable, match="no room") as caught:
+        no_room.trace(True, 1 << 20)
+    assert "model pool room for the debug buffer" in (caught.value.fix or "")

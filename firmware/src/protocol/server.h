@@ -5,7 +5,7 @@
  * protocol/ reads top-down; each file includes only the headers of the layers under it:
  *   server.c     the request loop (repeats, NAKs, engine start, fault hook)
  *   commands.c   the dispatch table: request type -> handler
- *   handlers.h   the handlers: info.c, load.c, load_file.c, run.c
+ *   handlers.h   the handlers: info.c, load.c, load_file.c, run.c, trace.c
  *   held.c       the held model: its method on the wire, forgetting it
  *   reply.c      how a handler answers; LOG, PROGRESS, NAK and FAULT frames; hil_log
  *   state.h      the server's data (hil_server_t)
