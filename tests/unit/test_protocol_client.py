@@ -324,7 +324,7 @@ def tracing_runner(damage_piece: int | None = None, refuse: int | None = None) -
             return reply(frame, hello_payload(1, 3, flags=8))
         if frame.type == m.TRACE:
             return error(frame, refuse, 1 << 20, 4096, "no room") if refuse else reply(frame, b"\1")
-        part, offset, limit = struct.unpack("<B3xQI", frame.payload)
+        _part, offset, limit = struct.unpack("<B3xQI", frame.payload)
         piece = bytearray(TRACED[offset : offset + limit])
         if pieces == damage_piece:
             piece[0] ^= 0xFF
@@ -359,7 +359,7 @@ def test_a_runner_that_cannot_trace_says_why_before_any_request(
 ) -> None:
     client = scripted(answering_hello(major=1, minor=2))
     client.hello()
-    with pytest.raises(TraceUnavailable, match="older than protocol 1.3"):
+    with pytest.raises(TraceUnavailable, match=r"older than protocol 1\.3"):
         client.trace(True)
     assert [f.type for f in client.peer.requests] == [m.HELLO]  # type: ignore[attr-defined]
     no_room = scripted(tracing_runner(refuse=m.ERR_OUT_OF_MEMORY))
