@@ -5,6 +5,8 @@ pty, real ExecuTorch devtools; only the fault is planted."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from torch import nn
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry
-from hil.errors import TraceUnavailable
+from hil.errors import ProtocolError, TraceUnavailable
 from hil.explain.cpu import explain_program
 from hil.recipes import make_recipe
 from hil.runner import messages as m
@@ -40,26 +42,54 @@ class Residual(nn.Module):
 CASE = Case("residual_add", Residual, seeded((2, 8)))
 
 
-@pytest.fixture
-def planted(tmp_path: Path, shared_cache: Path) -> Iterator[Session]:
-    """vboard with a runner built with one kernel wrong on purpose."""
-    spec = yaml.safe_load((REPO / "devices" / "vboard.yaml").read_text())
-    spec["name"] = "vboard-planted"
-    spec["connection"]["firmware"] = {"preset": "host", "defines": {"HIL_PLANTED_FAULT": PLANTED}}
+PI5_EMU_TOOLS = (
+    os.path.exists("/usr/sbin/sshd")
+    and shutil.which("qemu-aarch64")
+    and shutil.which("aarch64-linux-gnu-g++")
+    and os.geteuid() == 0
+)
+BOARDS = [
+    pytest.param(("vboard", "host"), id="vboard"),
+    pytest.param(
+        ("pi5-emu", "linux-aarch64"),
+        id="pi5-emu",
+        marks=pytest.mark.skipif(
+            not PI5_EMU_TOOLS,
+            reason="needs root, openssh-server, qemu-user and g++-aarch64-linux-gnu (make test "
+            "installs them)",
+        ),
+    ),
+]
+
+
+@pytest.fixture(params=BOARDS)
+def planted(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    shared_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[Session, str]]:
+    """A board (vboard, pi5-emu) whose runner is built with one kernel wrong on purpose."""
+    board, preset = request.param
+    monkeypatch.setenv("HIL_EMU_DIR", str(tmp_path / "emu"))
+    spec = yaml.safe_load((REPO / "devices" / f"{board}.yaml").read_text())
+    name = spec["name"] = f"{board}-planted"
+    spec["connection"]["firmware"] = {"preset": preset, "defines": {"HIL_PLANTED_FAULT": PLANTED}}
     folder = tmp_path / "devices"
     folder.mkdir()
-    (folder / "vboard-planted.yaml").write_text(yaml.safe_dump(spec))
+    (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
     registry = DeviceRegistry.from_dirs([REPO / "devices", folder])
     with Session(
         devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results"
     ) as session:
-        yield session
+        yield session, name
 
 
 def test_a_wrong_device_kernel_is_named_from_the_devices_own_etdump(
-    planted: Session, tmp_path: Path
+    planted: tuple[Session, str], tmp_path: Path
 ) -> None:
-    result = planted.check(CASE, "vboard-planted", "portable")
+    session, board = planted
+    result = session.check(CASE, board, "portable")
     assert result.verdict == "MISMATCH"
     divergence = result.divergence
     assert divergence is not None and divergence.first is not None, result.explained
@@ -72,22 +102,24 @@ def test_a_wrong_device_kernel_is_named_from_the_devices_own_etdump(
     assert again is not None and again.first is None
 
 
-def test_the_judged_runs_have_no_recorder_attached(planted: Session) -> None:
-    """After an explaining run the runner holds the model as the judged runs had it: the
-    next check on it passes its time budget questions with the same program, untraced."""
-    planted.check(CASE, "vboard-planted", "portable")
-    target = planted.target("vboard-planted")
+def test_the_judged_runs_have_no_recorder_attached(planted: tuple[Session, str]) -> None:
+    """After an explaining run the runner holds the model without the recorder, as the
+    judged runs had it: nothing recorded is left to read."""
+    session, board = planted
+    session.check(CASE, board, "portable")
+    target = session.target(board)
     client = target.client  # type: ignore[attr-defined]
     assert client.info.trace
-    with pytest.raises(Exception, match="no trace"):
+    with pytest.raises(ProtocolError, match="no trace"):
         client.get_trace(m.TRACE_ETDUMP)  # the explaining run's recorder is gone
 
 
 def test_a_runner_without_etdump_says_so_and_the_host_rerun_stands_in(
-    planted: Session, tmp_path: Path
+    planted: tuple[Session, str], tmp_path: Path
 ) -> None:
-    result = planted.check(CASE, "vboard-planted", "portable")
-    target = planted.target("vboard-planted")
+    session, board = planted
+    result = session.check(CASE, board, "portable")
+    target = session.target(board)
     client = target.client  # type: ignore[attr-defined]
     client.info = client.info.__class__(**{**client.info.__dict__, "trace": False})
     with pytest.raises(TraceUnavailable, match="records no ETDump"):
@@ -97,11 +129,11 @@ def test_a_runner_without_etdump_says_so_and_the_host_rerun_stands_in(
         result.artifact,
         make_recipe("portable"),
         tmp_path / "fallback",
-        target="vboard-planted",
+        target=board,
         device=lambda size: target.trace(target.deploy(result.artifact), CASE.build().inputs, size),
     )
     assert found is not None and found.first is None  # the host's runtime: correct
-    assert "not vboard-planted's" in found.message() and "records no ETDump" in found.message()
+    assert f"not {board}'s" in found.message() and "records no ETDump" in found.message()
 
 
 def test_each_check_on_a_runner_target_has_its_operators_timed_by_the_device(
