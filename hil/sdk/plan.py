@@ -23,6 +23,9 @@ What the options are, and why (each was a failure once, see firmware/README.md):
     EXECUTORCH_BUILD_PTHREADPOOL=OFF, EXECUTORCH_BUILD_CPUINFO=OFF
                                      no threads on bare metal (ExecuTorch turns them off only
                                      with the Ethos-U delegate)
+    EXECUTORCH_BUILD_ARM_ETDUMP, EXECUTORCH_BUILD_DEVTOOLS
+                                     ETDump (the runner's TRACE): the preset turns the event
+                                     tracer on and builds etdump and flatccrt for the CPU
     EXECUTORCH_SELECT_OPS_LIST, MAX_KERNEL_NUM
                                      only the programs' portable kernels, a registry for all
     FLATC_EXECUTABLE                 the flatc the executorch package ships (its pinned one)
@@ -114,8 +117,8 @@ def executorch_options(
         "EXECUTORCH_BUILD_ARM_BAREMETAL": "ON" if board.npu else "OFF",
         "EXECUTORCH_BUILD_PTHREADPOOL": "OFF",
         "EXECUTORCH_BUILD_CPUINFO": "OFF",
-        "EXECUTORCH_BUILD_DEVTOOLS": "OFF",
-        "EXECUTORCH_BUILD_ARM_ETDUMP": "OFF",
+        "EXECUTORCH_BUILD_DEVTOOLS": "ON",
+        "EXECUTORCH_BUILD_ARM_ETDUMP": "ON",
         "EXECUTORCH_ENABLE_LOGGING": "ON",
         "EXECUTORCH_SELECT_OPS_LIST": ",".join(selection.portable),
         "MAX_KERNEL_NUM": str(selection.max_kernel_num),
