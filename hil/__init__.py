@@ -6,9 +6,10 @@ The library works without pytest:
     result = hil.check(model, (x,), target="host", recipe="xnnpack-int8")
     result.raise_for_failures()
 
-The pytest plugin (hil.plugin) is a thin layer over the same Session. The names below load on
-first use, so `import hil` (and every pytest run in an environment that has hil installed)
-costs nothing until one is asked for: torch and executorch come with the first.
+The pytest plugin (hil.plugin) is a thin layer over the same Session; `hil.Session` also
+writes the plugin's records (hil.library), so `hil report` works on a script's run. The names
+below load on first use, so `import hil` (and every pytest run in an environment that has hil
+installed) costs nothing until one is asked for: torch and executorch come with the first.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _WHERE = {
     "case_from_module": "hil.case",
     "seeded": "hil.case",
     "HilError": "hil.errors",
-    "Session": "hil.session",
+    "Session": "hil.library",
     "CheckResult": "hil.verdict.result",
     "Metrics": "hil.verdict.result",
     "Tolerance": "hil.verdict.tolerances",
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from hil.api import check
     from hil.case import BuiltCase, Case, case_from_module, seeded
     from hil.errors import HilError
-    from hil.session import Session
+    from hil.library import Session
     from hil.tolerance_override import ToleranceOverride
     from hil.verdict.result import CheckResult, Metrics
     from hil.verdict.tolerances import Tolerance

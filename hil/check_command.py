@@ -166,10 +166,9 @@ def run(args: argparse.Namespace) -> int:
 
     from hil.case import case_from_module, seeded
     from hil.devices import DeviceRegistry, default_device_dirs
-    from hil.plugin.records import error_record
-    from hil.plugin.state import Variant
+    from hil.library import Session
     from hil.report import fvp_table, problems, summary
-    from hil.session import Session
+    from hil.verdict.error_records import error_record
 
     shapes = [parse_shape(s) for s in args.input_shape]
     model = build_module(load_factory(args.model), args.model)
@@ -193,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 result = session.check(case, target, recipe)
             except HilError as e:
-                records.append(error_record(Variant(name, case, target, recipe), e))
+                records.append(error_record(name, target, recipe, e))
                 failures.append(f"{target} [{recipe}]: {e}")
                 continue
             records.append(result.to_record())

@@ -6,35 +6,8 @@ from typing import Any
 
 import hil.errors as errors
 from hil.plugin.state import Variant
-from hil.verdict.result import RECORD_VERSION
-
-# The verdict shown for each kind of error, most specific first.
-ERROR_VERDICTS: tuple[tuple[type[errors.HilError], str], ...] = (
-    (errors.ExportError, "EXPORT FAILED"),
-    (errors.MissingKernel, "MISSING KERNEL"),  # a runtime refused the program for a kernel
-    (errors.PoolsTooSmall, "OVER BUDGET"),  # it does not fit the runner's memory
-    (errors.RunRefused, "RUN REFUSED"),  # the runtime refused to run it, the runner alive
-    (errors.TargetCrash, "CRASH"),
-    (errors.InfrastructureError, "INFRA"),
-    (errors.ResourceExhausted, "INFRA"),  # this machine ran out of memory or disk
-    (errors.DeployError, "DEPLOY FAILED"),
-    (errors.TargetUnavailable, "UNAVAILABLE"),
-    (errors.CaseError, "CASE ERROR"),
-    (errors.HilError, "ERROR"),
-)
-
-
-def verdict_for(error: errors.HilError) -> str:
-    return next(v for cls, v in ERROR_VERDICTS if isinstance(error, cls))
+from hil.verdict import error_records
 
 
 def error_record(variant: Variant, error: errors.HilError) -> dict[str, Any]:
-    return {
-        "version": RECORD_VERSION,
-        "case": variant.case_id,
-        "target": variant.target,
-        "recipe": variant.recipe,
-        "verdict": verdict_for(error),
-        "error_class": type(error).__name__,
-        "failure": str(error),
-    }
+    return error_records.error_record(variant.case_id, variant.target, variant.recipe, error)

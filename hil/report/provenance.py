@@ -179,8 +179,10 @@ def new_run(
     invocation_dir: Path,
     rootdir: Path,
     targets: Mapping[str, DeviceSpec],
+    line: str | None = None,
 ) -> dict[str, Any]:
-    """The run document as it stands when a run starts (finish fills in the end)."""
+    """The run document as it stands when a run starts (finish fills in the end). `line`: how
+    to run it again, where it is not pytest with `argv` (a script using hil.Session)."""
     started = now_iso()
     machine = machine_info()
     args = list(argv)
@@ -194,7 +196,8 @@ def new_run(
             "argv": args,
             "cwd": str(invocation_dir),
             "rootdir": str(rootdir),
-            "line": f"cd {shlex.quote(str(invocation_dir))} && "
+            "line": line
+            or f"cd {shlex.quote(str(invocation_dir))} && "
             + shlex.join([sys.executable, "-m", "pytest", *args]),
             "options": selection_free(args, positional),
         },

@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("session",),  # pool, references, the check
     ("report", "explore", "doctor"),  # what a run wrote, the program browser, the checks
     ("plugin",),  # pytest's front door
-    ("executorch_ops", "api", "check_command", "sdk_command"),  # built on the plugin/session
+    ("executorch_ops", "api", "library", "check_command", "sdk_command"),  # on the plugin/session
     ("cli", "hil"),  # the command line; `import hil` (names loaded on first use)
 )
 # fmt: on

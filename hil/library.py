@@ -1,0 +1,86 @@
+"""`hil.Session` for scripts and notebooks: the session that writes what the pytest plugin
+writes, so `hil report` makes a certification report of a library run.
+
+In its results folder (`results_dir`, else `$HIL_RESULTS_DIR` or `.hil/results`) the first check
+starts `run.json` (what ran, on which machine, the tools and targets) and `records.jsonl`, each
+check appends its record as it ends (an error's too, before it is raised), and close() ends
+`run.json`. A new session starts a new run there, as a new pytest run does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from hil import session
+from hil.case import Case
+from hil.devices import RecipeSpec
+from hil.errors import HilError
+from hil.report import document, provenance
+from hil.report.model import RECORDS_FILE, RUN_FILE
+from hil.session.session import OutputRewrite, RecipeChoice
+from hil.verdict.error_records import error_record
+from hil.verdict.result import CheckResult
+
+
+class Session(session.Session):
+    """A Session that records its checks in its results folder (module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._run: dict[str, Any] | None = None
+        self._records: list[dict[str, Any]] = []
+
+    def check(
+        self,
+        case: Case,
+        target: str,
+        recipe: RecipeChoice = None,
+        *,
+        rewrite_outputs: OutputRewrite | None = None,
+    ) -> CheckResult:
+        self._start(target)
+        try:
+            result = super().check(case, target, recipe, rewrite_outputs=rewrite_outputs)
+        except HilError as e:
+            name = recipe.name if isinstance(recipe, RecipeSpec) else recipe
+            self._record(error_record(case.name, target, name or "", e))
+            raise
+        self._record(result.to_record())
+        return result
+
+    def _start(self, target: str) -> None:
+        if self._run is None:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            (self.results_dir / RECORDS_FILE).write_text("")
+            argv = [os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]]
+            self._run = provenance.new_run(
+                argv=argv,
+                positional=[],
+                invocation_dir=Path.cwd(),
+                rootdir=Path.cwd(),
+                targets={},
+                line=f"cd {shlex.quote(str(Path.cwd()))} && "
+                + shlex.join([sys.executable, *sys.argv]),
+            )
+        if target not in self._run["targets"]:
+            self._run["targets"][target] = provenance.target_entry(self.devices.get(target))
+        document.write_json(self.results_dir / RUN_FILE, self._run)
+
+    def _record(self, record: dict[str, Any]) -> None:
+        self._records.append(record)
+        with (self.results_dir / RECORDS_FILE).open("a") as f:
+            f.write(json.dumps(record, default=str) + "\n")
+
+    def close(self) -> None:
+        if self._run is not None and self._run["finished"] is None:
+            self._run["finished"] = provenance.now_iso()
+            passed = all(r["verdict"] == "PASS" for r in self._records)
+            self._run["exit_status"] = 0 if passed else 1
+            provenance.note_identities(self._run, self._records)
+            document.write_json(self.results_dir / RUN_FILE, self._run)
+        super().close()
