@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hil.artifacts.pte_program import read_program  # noqa: E402
-from hil.explain.etdump import debug_buffer_size  # noqa: E402
-from hil.runner.driver import RunnerDriver  # noqa: E402
-from hil.session import Session  # noqa: E402
-from suites.models.mlperf_tiny import CASES as TINY  # noqa: E402
-from suites.models.mobilenet_v2_cases import CASES as MOBILENET  # noqa: E402
+from hil.artifacts.pte_program import read_program
+from hil.explain.etdump import debug_buffer_size
+from hil.runner.driver import RunnerDriver
+from hil.session import Session
+from suites.models.mlperf_tiny import CASES as TINY
+from suites.models.mobilenet_v2_cases import CASES as MOBILENET
 
 RECIPES = ("portable", "xnnpack-fp32", "xnnpack-int8")
 
