@@ -36,7 +36,7 @@ APT_PROBES   := qemu-system-arm qemu-aarch64 arm-none-eabi-gcc aarch64-linux-gnu
 APT_HEADERS  := /usr/include/zlib.h /usr/include/openssl/sha.h \
 	/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
 
-.PHONY: suites suites-m55 test setup system-deps lint bench clean
+.PHONY: suites suites-m55 test setup system-deps lint bench docs clean
 
 # The suites end by writing the certification report (also when a case failed) and print its
 # path; the exit status stays pytest's. REPORT_ARGS="--baseline OLD/report.json" adds the changes.
@@ -73,7 +73,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,lab,suites,vgf]'
+	$(BIN)/pip install --quiet -e '.[dev,lab,suites,vgf,docs]'
 	touch $(STAMP)
 
 # Installed by hil's own installer (what `hil explore` runs on first use); redone when the pinned
@@ -97,6 +97,10 @@ system-deps:
 			echo "         (tests of the emulated targets skip until then)"; \
 		fi; \
 	fi
+
+# The documentation site (docs/), served at http://127.0.0.1:8000 while you edit it.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 lint: setup
 	$(BIN)/ruff check hil tests suites bench

@@ -6,8 +6,7 @@ Their test files run unchanged: each test that builds one of their pipelines
 (`TosaPipelineINT`, `EthosU85PipelineINT`, ...) runs once per given target that answers it,
 its pipeline answered by hil (export through hil's recipe in the variant the test asks for,
 deploy, run, hil's verdict), with their stage assertions checked on hil's lowering and their
-own qtol rule computed beside hil's verdict. See README, "ExecuTorch's operator tests on a
-board".
+own qtol rule computed beside hil's verdict. See docs/operator-tests.md.
 
     calls       what a test asked of its pipeline, as data
     pipelines   the stand-ins bound to their pipeline names during a test

@@ -264,7 +264,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--errors",
         type=Path,
         metavar="FILE",
-        help="per-node error file (format hil-node-errors/1, see the README)",
+        help="per-node error file (format hil-node-errors/1, see docs/explain.md)",
     )
     explore.add_argument(
         "--port", type=int, help="port on 127.0.0.1 (default: 8080 or the next free one)"

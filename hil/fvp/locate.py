@@ -113,7 +113,7 @@ def executorch_install(config: FvpConfig, runner: FirmwareConfig) -> Path | None
     board = board_of_preset(runner.preset, runner.npu)
     line = build_line(board, runner.device) if board is not None else "hil sdk build ..."
     steps = (
-        f"build one from your ExecuTorch checkout: {line} (README: Setting up an FVP); "
+        f"build one from your ExecuTorch checkout: {line} (docs/targets/fvp.md); "
         f"or export {EXECUTORCH_ENV}=<install prefix> of one you built yourself"
     )
     prefix = firmware.bare_metal_executorch_root(runner)

@@ -1,7 +1,7 @@
 """What hil changes in torch and ExecuTorch at run time to export and load faster: declared,
 switchable, and checked against the code each change replaces.
 
-Every part is measured (README, Benchmarks) and proven to leave every program the same
+Every part is measured (docs/benchmarks.md) and proven to leave every program the same
 (tests/integration/test_pristine_export.py exports one program per recipe with and without
 them, in separate processes, and compares the bytes). Still, a release report is signed over
 the compiler, so:

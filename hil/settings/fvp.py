@@ -35,7 +35,7 @@ from hil.settings.fvp_platforms import PLATFORMS, FvpPlatform, npu_macs
 from hil.settings.reader import Section
 from hil.settings.serial import ModelLoad
 
-DOCS = "README.md 'Setting up an FVP'"
+DOCS = "docs/targets/fvp.md"
 # The FVP keeps fewer than 256 characters of the semihosting command line and drops the rest
 # without a word (ExecuTorch's FVP runner refuses longer ones for that reason).
 SEMIHOSTING_CMDLINE_MAX = 255

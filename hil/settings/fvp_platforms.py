@@ -97,5 +97,5 @@ def install_steps(platform: FvpPlatform) -> str:
         f"(./FVP_Corstone_SSE-{number}.sh --i-agree-to-the-contained-eula --no-interactive "
         f"-d ~/fvp/corstone-{number}), then put the folder holding {platform.binary} "
         "(models/Linux64_GCC-9.3) on PATH, or name it in $HIL_FVP_DIR or in the device file's "
-        "connection.fvp_dir; `hil doctor` checks the result (README: Setting up an FVP)"
+        "connection.fvp_dir; `hil doctor` checks the result (docs/targets/fvp.md)"
     )

@@ -44,7 +44,7 @@ KEYS = (
 TAG_KEY = re.compile(r"[a-z][a-z0-9_]+\Z")  # labgrid's rule for tag names
 ENV_ONLY = re.compile(r"\$\{?(\w+)\}?\Z")
 LOCAL_KEYS = ("port", "virtual", "host")  # where the board is: the place says that instead
-DOCS = "README.md 'Lab racks (labgrid)'"
+DOCS = "docs/lab-racks.md"
 
 
 @dataclass(frozen=True)

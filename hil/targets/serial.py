@@ -54,8 +54,8 @@ class SerialTarget(RunnerTarget):
         self._require_engine(
             info,
             m.ENGINE_EXECUTORCH,
-            fix="build an SDK for the board (hil sdk build, README) or point EXECUTORCH_ROOT "
-            "at an install; the echo build serves `hil selftest` only",
+            fix="build an SDK for the board (hil sdk build, docs/targets/sdk.md) or point "
+            "EXECUTORCH_ROOT at an install; the echo build serves `hil selftest` only",
         )
         self.driver.kernels = self._kernel_list(info)
 

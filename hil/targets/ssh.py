@@ -338,7 +338,7 @@ def real_endpoint(spec: DeviceSpec, settings: SshSettings) -> SshEndpoint:
                 f"{spec.name}: connection.{key} names {values[key]}, which does not exist",
                 fix="identity: the private key whose public half is in the device's "
                 "authorized_keys; known_hosts: a file holding the device's verified host key "
-                "(see README, 'A real Raspberry Pi 5')",
+                "(see docs/targets/pi5.md)",
             )
     return SshEndpoint(
         host=values["host"],

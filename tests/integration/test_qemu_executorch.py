@@ -39,7 +39,7 @@ pytestmark = [
         not ROOT and QEMU_SDK is None,
         reason="no ExecuTorch for the Cortex-M55: no qemu-m55 SDK in "
         f"{SDKS} and EXECUTORCH_ROOT is not set; fix: hil sdk build "
-        "--executorch <checkout> --board qemu-m55 (README)",
+        "--executorch <checkout> --board qemu-m55 (docs/targets/qemu-m55.md)",
     ),
     pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not installed"),
 ]
