@@ -142,6 +142,12 @@ def _executorch_problems(tree: Path) -> Iterable[Problem]:
             "executorch` (the version of the installed package)",
         )
         return
+    if tree.name != "executorch":  # its CMakeLists.txt refuses any other name, 2 min in
+        yield Problem(
+            f"{tree} is not in a folder named `executorch`: ExecuTorch's CMake refuses to "
+            "configure anywhere else (pytorch/executorch#6475)",
+            f"rename it: mv {tree} {tree.parent / 'executorch'}, or clone into .../executorch",
+        )
     for needed in (PRESET_FILE, TOOLCHAIN_FILE):
         if not (tree / needed).is_file():
             yield Problem(

@@ -114,3 +114,11 @@ def test_not_an_executorch_checkout(tmp_path: Path) -> None:
     trees = make_trees(tmp_path)
     text = problems(replace(trees, executorch=tmp_path / "nowhere"), QEMU)
     assert "is not an ExecuTorch checkout" in text
+
+
+def test_a_checkout_not_named_executorch_is_refused_before_cmake_would(tmp_path: Path) -> None:
+    """ExecuTorch's CMakeLists.txt refuses any other folder name, after minutes of exports."""
+    trees = make_trees(tmp_path)
+    renamed = trees.executorch.rename(trees.executorch.parent / "et-src")
+    text = problems(replace(trees, executorch=renamed), QEMU)
+    assert "not in a folder named `executorch`" in text and "mv " in text
