@@ -275,7 +275,11 @@ class Session:
                 "outputs were rewritten after the run (fault injection)",
             )
         elif self.explain or not result.outputs_ok:
-            device_run = functools.partial(device.trace, deployment, built.inputs)
+            device_run = (
+                functools.partial(device.trace, deployment, built.inputs)
+                if device.records_etdump
+                else None
+            )
             result = self._explained(result, built, artifact, recipe_obj, spec, name, device_run)
         return result
 
