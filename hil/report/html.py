@@ -59,7 +59,8 @@ def columns(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
 
 
 def matrix(report: Mapping[str, Any]) -> dict[str, Any]:
-    """Cases x (target, recipe): each cell lists the verdicts found there (usually one)."""
+    """Cases x (target, recipe): each cell lists the verdicts found there (usually one); the
+    filter's choices: every recipe and every verdict present."""
     rows = report["results"]
     heads = columns(rows)
     cells: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
@@ -81,7 +82,9 @@ def matrix(report: Mapping[str, Any]) -> dict[str, Any]:
                     }
                 )
         body.append({"case": case, "suite": suites.get(case, ""), "cells": line})
-    return {"heads": heads, "body": body}
+    recipes = list(dict.fromkeys(r for _, names in heads for r in names))
+    verdicts = sorted({str(row["verdict"]) for row in rows})
+    return {"heads": heads, "body": body, "recipes": recipes, "verdicts": verdicts}
 
 
 def anchor(row: Mapping[str, Any]) -> str:

@@ -199,3 +199,36 @@ def test_screenshot_of_the_report_is_kept_and_shows_the_verdicts(page: Any, tmp_
     for css in ("#2e7d32", "#c62828"):  # PASS green and failure red chips were painted
         rgb = np.array([int(css[i : i + 2], 16) for i in (1, 3, 5)])
         assert (np.abs(pixels - rgb).sum(axis=2) == 0).sum() > 50, css
+
+
+def test_the_matrix_is_compact_and_filters_by_target_backend_and_verdict(page: Any) -> None:
+    """A row is one line of chips (the reason is each chip's tooltip), and the filter shows
+    only the columns and rows asked for."""
+    heights = js(
+        page, "[...document.querySelectorAll('#matrix tbody tr')].map(r => r.offsetHeight)"
+    )
+    assert max(heights) < 40, heights
+    shown = js(
+        page,
+        """(() => {
+            const pick = (name, value) => {
+                const s = document.querySelector(`#matrix-filter select[data-filter=${name}]`);
+                s.value = value; s.dispatchEvent(new Event('change'));
+            };
+            pick('verdict', 'POOR QUANTIZATION');
+            const rows = [...document.querySelectorAll('#matrix tbody tr')]
+                .filter(r => !r.hidden).map(r => r.dataset.case);
+            pick('target', 'host2');
+            const columns = [...document.querySelectorAll('#matrix th.target')]
+                .filter(t => !t.hidden).map(t => t.textContent);
+            const rowsThere = [...document.querySelectorAll('#matrix tbody tr')]
+                .filter(r => !r.hidden).length;
+            pick('verdict', ''); pick('target', '');
+            return {rows, columns, rowsThere,
+                    all: document.querySelectorAll('#matrix tbody tr').length,
+                    said: document.getElementById('matrix-shown').textContent};
+        })()""",
+    )
+    assert sorted(shown["rows"]) == ["drift", "linear"]
+    assert shown["columns"] == ["host2"] and shown["rowsThere"] == 0
+    assert shown["said"] == f"{shown['all']} of {shown['all']} cases"
