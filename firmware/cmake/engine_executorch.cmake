@@ -104,7 +104,9 @@ else()
   target_compile_options(hil-runner PRIVATE -fno-pic)
   # ETDump (TRACE) where the install has it (EXECUTORCH_BUILD_DEVTOOLS with the event tracer):
   # its flatcc builder works in a buffer carved from the model pool, never on a heap.
-  if(TARGET etdump AND TARGET flatccrt AND NOT HIL_ETDUMP STREQUAL "OFF")
+  # (the headers are copied into the install by `hil sdk build`; ExecuTorch installs none)
+  if(TARGET etdump AND TARGET flatccrt AND NOT HIL_ETDUMP STREQUAL "OFF"
+     AND EXISTS "${EXECUTORCH_ROOT}/include/executorch/devtools/etdump/etdump_flatcc.h")
     list(APPEND hil_et_libs etdump flatccrt)
     target_compile_definitions(hil-runner PRIVATE HIL_WITH_ETDUMP=1
                                                   HIL_ETDUMP_BUILDER_BYTES=${HIL_ETDUMP_BUILDER_BYTES})

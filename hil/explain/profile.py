@@ -43,9 +43,11 @@ LAYOUT_KERNELS = (
 )
 
 
-def profile_of(trace: DeviceTrace, pte: Path, unit: str | None = None) -> Profile:
-    """The trace's per-instruction times, named from the program's own instructions.
-    `unit` overrides the clock's name (QEMU's icount: "instructions")."""
+def profile_of(
+    trace: DeviceTrace, pte: Path, unit: str | None = None, scale: float = 1.0
+) -> Profile:
+    """The trace's per-instruction times, named from the program's own instructions, in `unit`
+    (default the runner's clock: ns or CPU cycles), each tick counting `scale` of them."""
     from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
 
     try:
@@ -64,7 +66,7 @@ def profile_of(trace: DeviceTrace, pte: Path, unit: str | None = None) -> Profil
             profiled = event.profile_event
             if profiled is None:
                 continue
-            took = float(profiled.end_time - profiled.start_time)
+            took = float(profiled.end_time - profiled.start_time) * scale
             if profiled.name in CALL_EVENTS:
                 by_instruction[int(profiled.instruction_id)].append(took)
             elif profiled.name == WHOLE_RUN:

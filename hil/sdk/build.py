@@ -41,6 +41,7 @@ NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
 MAKE_PROGRESS = re.compile(r"^\[\s*(\d+)%\]")
 PROGRESS_EVERY_S = 20.0
 DRIVER_HEADERS = "include/*.h"
+ETDUMP_HEADERS = Path("devtools/etdump")
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ def build_sdk(
             seconds[step.stage] = _run(step, log_file, progress)
         if plan.board.npu:
             _install_driver(plan)
+        _install_etdump_headers(plan)
         catalogue = kernels.catalogue(plan.sources.executorch)
         registered = kernels.built_registrations(plan.executorch_build, catalogue)
         count = kernels.built_kernel_count(registered, catalogue)
@@ -258,6 +260,23 @@ def _install_driver(plan: SdkPlan) -> None:
     include.mkdir(exist_ok=True)
     for header in sorted(plan.sources.ethos_u_driver.glob(DRIVER_HEADERS)):
         shutil.copy2(header, include / header.name)
+
+
+def _install_etdump_headers(plan: SdkPlan) -> None:
+    """ExecuTorch's install has the ETDump libraries (etdump, flatccrt) but not the headers a
+    runner includes to make an ETDumpGen: copied from the tree, where they include each other."""
+    source = plan.sources.executorch / ETDUMP_HEADERS
+    if not (source / "etdump_flatcc.h").is_file():
+        raise SdkBuildFailed(
+            f"{source} has no etdump_flatcc.h: this ExecuTorch has no ETDump the runner can use",
+            fix="check out an ExecuTorch with devtools/etdump (1.0 or newer)",
+        )
+    for header in sorted(source.rglob("*.h")):
+        if "tests" in header.relative_to(source).parts:
+            continue
+        installed = plan.prefix / "include" / ETDUMP_HEADERS / header.relative_to(source)
+        installed.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(header, installed)
 
 
 def _write_version(plan: SdkPlan) -> None:

@@ -21,15 +21,13 @@ from pathlib import Path
 from hil.arrays import Array, save_check_arrays
 from hil.artifacts.keys import export_source
 from hil.artifacts.store import Artifact, ArtifactCache
-from hil.case import BuiltCase, Case
+from hil.case import BuiltCase, Case, Inputs
 from hil.devices import DeviceRegistry, DeviceSpec, RecipeSpec, default_device_dirs
 from hil.errors import (
-    ExplainError,
     HilError,
     InfrastructureError,
     InfrastructureRecovered,
     TargetCrash,
-    TraceUnavailable,
 )
 from hil.paths import default_cache_dir, default_results_dir
 from hil.progress import Progress
@@ -276,7 +274,7 @@ class Session:
             )
         elif self.explain or not result.outputs_ok:
             device_run = (
-                functools.partial(device.trace, deployment, built.inputs)
+                functools.partial(self._trace, device, spec.name, deployment, built.inputs)
                 if device.records_etdump
                 else None
             )
@@ -296,13 +294,29 @@ class Session:
         runs apart from the judged ones; without, why not. Never changes the verdict."""
         from hil.explain.profile import profile_of
 
-        emulated = " (emulated)" if spec.latency.timing == "emulated" else ""
         try:
-            trace = device.trace(deployment, built.inputs, 0, PROFILE_RUNS)
-            profile = profile_of(trace, artifact.pte_path, trace.clock + emulated)
-        except (TraceUnavailable, ExplainError) as e:
+            trace = self._trace(device, spec.name, deployment, built.inputs, 0, PROFILE_RUNS)
+            profile = profile_of(trace, artifact.pte_path, *device.clock_of(trace))
+        except HilError as e:  # the judged runs are over: their verdict stands either way
             return replace(result, profiled=f"no per-operator time: {e.message}")
         return replace(result, profile=profile)
+
+    def _trace(
+        self,
+        device: Target,
+        name: str,
+        deployment: Deployment,
+        inputs: Inputs,
+        debug_bytes: int,
+        runs: int = 1,
+    ) -> DeviceTrace:
+        """A run of the device with its ETDump recorder; a runner that crashed or a link lost
+        on the way takes the target down, so the next check provisions it afresh."""
+        try:
+            return device.trace(deployment, inputs, debug_bytes, runs)
+        except (TargetCrash, InfrastructureError):
+            self.targets.drop(name)
+            raise
 
     def _explained(
         self,

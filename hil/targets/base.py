@@ -157,6 +157,11 @@ class Target(ABC):
             "to record an ETDump from"
         )
 
+    def clock_of(self, trace: DeviceTrace) -> tuple[str, float]:
+        """What a trace's ticks count on this target, and how many of that unit a tick is."""
+        emulated = " (emulated)" if self.spec.latency.timing == "emulated" else ""
+        return trace.clock + emulated, 1.0
+
     def describe(self) -> Mapping[str, str]:
         """Identity facts for reports (runner build id, CPU model, versions)."""
         return {"name": self.spec.name, "kind": self.spec.kind}

@@ -21,7 +21,7 @@ from hil.resources.boards import Board, PortBoard, make_board
 from hil.resources.flashing import make_flasher
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
-from hil.runner.driver import Files, RunnerRun, local_files
+from hil.runner.driver import DeviceTrace, Files, RunnerRun, local_files
 from hil.runner.kernels import KernelList
 from hil.sdk import firmware
 from hil.settings.serial import ModelLoad, SerialSettings, VirtualBoard
@@ -139,6 +139,13 @@ class SerialTarget(RunnerTarget):
         return self._board
 
     # -- what only this kind measures ----------------------------------------------------------
+
+    def clock_of(self, trace: DeviceTrace) -> tuple[str, float]:
+        """On QEMU (-icount shift=0) a ns of virtual time is one instruction, which the SysTick
+        cycles follow at the runner's clock rate: the profile counts instructions."""
+        if self._settings.virtual is VirtualBoard.QEMU_MPS3_AN547 and trace.clock_hz:
+            return "QEMU instructions", 1e9 / float(trace.clock_hz)
+        return super().clock_of(trace)
 
     def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:
         counters = run.counters()

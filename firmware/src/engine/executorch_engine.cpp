@@ -40,6 +40,10 @@
 #ifndef HIL_ETDUMP_BUILDER_BYTES
 #define HIL_ETDUMP_BUILDER_BYTES 0
 #endif
+/* ETDumpGen asserts (aborts) on a static builder buffer of 128 KiB + 256 bytes or less
+ * (measured on ExecuTorch 1.5: "minimum size of 131328"). */
+static_assert(HIL_ETDUMP_BUILDER_BYTES == 0 || HIL_ETDUMP_BUILDER_BYTES > 131328,
+              "HIL_ETDUMP_BUILDER_BYTES: ExecuTorch's ETDump builder needs more than 131328 bytes");
 
 namespace {
 

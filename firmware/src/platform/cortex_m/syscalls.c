@@ -2,6 +2,7 @@
  * rdimon: rdimon's _sbrk refuses a heap placed above the stack, and its I/O would make every
  * printf a semihosting call). The heap runs between linker symbols. */
 #include <errno.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -39,6 +40,15 @@ int _write(int fd, const char *data, int len) {
     (void)data;
 #endif
     return len;
+}
+
+/* newlib-nano's aligned_alloc calls posix_memalign, which nano leaves out; flatcc's runtime
+ * (the ETDump builder's fallback allocator) reaches it. nano's memalign does the work. */
+int posix_memalign(void **out, size_t alignment, size_t size) {
+    void *p = memalign(alignment, size);
+    if (p == NULL) return ENOMEM;
+    *out = p;
+    return 0;
 }
 
 int _read(int fd, char *data, int len) { (void)fd; (void)data; (void)len; return 0; }
