@@ -46,9 +46,11 @@ class Profile:
         return sum(o.time for o in self.operators if o.layout) / self.total if self.total else 0.0
 
     def describe(self, shown: int = SHOWN) -> str:
-        """The slowest operators in one line, with what the numbers are."""
+        """The slowest operators in one line (each with its instruction's index), with what
+        the numbers are."""
         parts = [
-            f"{o.operator}{' (layout)' if o.layout else ''} {_share(o.time, self.total)}"
+            f"{o.operator} [{o.instruction}]{' (layout)' if o.layout else ''} "
+            f"{_share(o.time, self.total)}"
             for o in self.operators[:shown]
         ]
         more = len(self.operators) - shown
