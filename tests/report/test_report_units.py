@@ -92,3 +92,32 @@ def test_a_record_written_twice_counts_once(runs: Runs, tmp_path: Path) -> None:
     source = load_source(folder)
     assert len(source.rows) == len(load_source(runs.a).rows)
     assert json.loads(lines[0])["case"] in {r["case"] for r in source.rows}
+
+
+def test_a_device_profile_is_a_row_of_where_the_time_goes(runs: Runs, tmp_path: Path) -> None:
+    """A record's profile (the device's ETDump) follows the schema and is drawn per model and
+    target, slowest operators first, layout copies marked."""
+    from hil.report.certify import write_report
+
+    folder = tmp_path / "results"
+    shutil.copytree(runs.a, folder)
+    lines = (folder / "records.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["profile"] = {
+        "unit": "QEMU instructions",
+        "runs": 5,
+        "total": 1000.0,
+        "covered": 0.99,
+        "layout_share": 0.3,
+        "operators": [
+            {"instruction": 3, "operator": "aten::convolution.out", "layout": False, "time": 690},
+            {"instruction": 1, "operator": "aten::permute_copy.out", "layout": True, "time": 300},
+        ],
+    }
+    (folder / "records.jsonl").write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    written = write_report([folder], tmp_path / "report")
+    page = written.html_path.read_text()
+    table = page[page.index('id="operator-times-table"') :]
+    assert "1,000 QEMU instructions" in table
+    assert "aten::convolution.out [3] 69 %" in table
+    assert re.search(r"aten::permute_copy\.out \[1\] <em>\(layout\)</em> 30 %", table)
