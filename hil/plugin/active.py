@@ -55,6 +55,7 @@ def activate(config: pytest.Config) -> HilState:
         results_dir=options.results_dir,
         progress=lambda message: _say(config, message),
         explain=options.explain,
+        profile=options.profile,
     )
     if options.cache_dir is not None:
         _export_env(config, "HIL_CACHE_DIR", str(options.cache_dir.resolve()))

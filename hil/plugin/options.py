@@ -40,6 +40,12 @@ def add_options(parser: pytest.Parser) -> None:
         "output check always gets it); per-node errors go where `hil explore` reads them",
     )
     group.addoption(
+        "--hil-no-profile",
+        action="store_true",
+        help="no per-operator profile from the device's ETDump (runner targets record one per "
+        "check, in runs apart from the judged ones; an FVP's runs are slow)",
+    )
+    group.addoption(
         "--hil-cache-dir", type=Path, help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)"
     )
     group.addoption(
@@ -128,6 +134,7 @@ class HilOptions:
     results_dir: Path | None
     device_dirs: tuple[Path, ...]
     explain: bool = False
+    profile: bool = True
     export_workers: int | None = None  # None: one per core
     pristine_export: bool = False
 
@@ -139,6 +146,7 @@ DEFAULTS = {
     "hil_full": False,
     "hil_large": False,
     "hil_explain": False,
+    "hil_no_profile": False,
     "hil_cache_dir": None,
     "hil_results_dir": None,
     "hil_devices": None,
@@ -173,6 +181,7 @@ def read_options(config: pytest.Config) -> HilOptions:
         results_dir=config.getoption("hil_results_dir"),
         device_dirs=tuple(config.getoption("hil_devices") or ()),
         explain=bool(config.getoption("hil_explain")),
+        profile=not config.getoption("hil_no_profile"),
         export_workers=config.getoption("hil_export_workers"),
         pristine_export=bool(config.getoption("hil_pristine_export")),
     )

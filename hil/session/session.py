@@ -45,7 +45,8 @@ from hil.verdict.judge import Observation, RecipeFacts, judge
 from hil.verdict.result import CheckResult
 
 log = logging.getLogger("hil.session")
-# runs of a profile from the device's ETDump (each instruction's time is their median)
+# runs of a profile from the device's ETDump (each instruction's time is their median): the
+# device's own min_runs (an FVP's runs are slow), at most this
 PROFILE_RUNS = 5
 
 OutputRewrite = Callable[[tuple[Array, ...]], Sequence[Array]]
@@ -65,6 +66,7 @@ class Session:
         progress: Progress | None = None,
         retries: int = 0,
         explain: bool = False,
+        profile: bool = True,
     ) -> None:
         self._devices = devices
         self.results_dir = Path(results_dir) if results_dir else default_results_dir()
@@ -74,6 +76,7 @@ class Session:
         self.references = References(cache, self.progress)
         self.retries = retries  # infrastructure failures retried per check
         self.explain = explain  # find the first divergent operator on passing checks too
+        self.profile = profile  # each check on a runner target: per-operator time (its ETDump)
         self.last_attempts: Attempts | None = None  # every attempt of the latest check
         self._ahead: ExportPool | None = None  # exports made ahead (export_ahead)
 
@@ -264,7 +267,7 @@ class Session:
             not_the_model=run.not_the_model,
         )
         result = judge(built, spec, RecipeFacts.of(recipe_obj), artifact, reference, seen, arrays)
-        if device.records_etdump:
+        if self.profile and device.records_etdump:
             result = self._profiled(result, device, deployment, built, artifact, spec)
         if rewrite is not None and not result.outputs_ok:
             result = replace(
@@ -295,7 +298,8 @@ class Session:
         from hil.explain.profile import profile_of
 
         try:
-            trace = self._trace(device, spec.name, deployment, built.inputs, 0, PROFILE_RUNS)
+            runs = max(1, min(PROFILE_RUNS, spec.latency.policy.min_runs))
+            trace = self._trace(device, spec.name, deployment, built.inputs, 0, runs)
             profile = profile_of(trace, artifact.pte_path, *device.clock_of(trace))
         except HilError as e:  # the judged runs are over: their verdict stands either way
             return replace(result, profiled=f"no per-operator time: {e.message}")

@@ -380,3 +380,20 @@ def test_a_cold_run_exports_ahead_in_workers_and_keeps_its_output_in_order(
     assert "exporting ahead" not in off.stdout.str()
     bad = project.runpytest("--hil-export-workers=many")
     bad.stderr.fnmatch_lines(["*--hil-export-workers takes a whole number >= 0, got 'many'*"])
+
+
+def test_runner_targets_profile_each_check_unless_asked_not_to(project: pytest.Pytester) -> None:
+    """vboard's records carry the device's per-operator profile and the summary prints it;
+    --hil-no-profile leaves it out (an FVP's extra runs are slow)."""
+    import json
+
+    records = project.path / ".hil" / "results" / "records.jsonl"
+    result = project.runpytest("--target=vboard", "-k", "linear")
+    result.assert_outcomes(passed=1)
+    (record,) = [json.loads(line) for line in records.read_text().splitlines()]
+    assert record["profile"]["operators"] and "the device's ETDump" in record["profile_line"]
+    result.stdout.fnmatch_lines(["*target vboard: where the time goes, per operator*"])
+    quiet = project.runpytest("--target=vboard", "-k", "linear", "--hil-no-profile")
+    quiet.assert_outcomes(passed=1)
+    (record,) = [json.loads(line) for line in records.read_text().splitlines()]
+    assert record["profile"] is None and not record["profile_line"]
