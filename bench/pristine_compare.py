@@ -1,0 +1,102 @@
+"""The compiler as shipped against hil's speed-ups, on the suites (issue #35): the same pytest
+run with `--hil-pristine-export` and without, each from an empty cache, then every check's
+verdict and `.pte` digest side by side. Printed, never asserted.
+
+    .venv/bin/python bench/pristine_compare.py                       # host and u85-ref
+    .venv/bin/python bench/pristine_compare.py --target host --select suites/operators
+
+Each mode exports every artifact afresh (counted from the records' `exported_now`); a check
+whose verdict or digest differs between the modes is listed, and the report's provenance says
+which speed-up parts each run had on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+Key = tuple[str, str, str]
+
+
+def run(mode: str, args: argparse.Namespace, work: Path) -> tuple[dict[Key, dict], float, dict]:
+    """One pytest run in `mode` ("pristine" or "speed-ups"): its records by check, its wall
+    time and the speed-up parts its run.json declares."""
+    results, cache = work / f"results-{mode}", work / f"cache-{mode}"
+    command = [sys.executable, "-m", "pytest", *args.select, "-q", "-p", "no:cacheprovider"]
+    command += [f"--target={t}" for t in args.target]
+    command += [f"--hil-cache-dir={cache}", f"--hil-results-dir={results}"]
+    if mode == "pristine":
+        command.append("--hil-pristine-export")
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    if done.returncode not in (0, 1):
+        print(done.stdout[-3000:], done.stderr[-3000:], file=sys.stderr)
+    records = {}
+    for line in (results / "records.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        records[(record["case"], record["target"], record["recipe"])] = record
+    declared = json.loads((results / "run.json").read_text()).get("speedups") or {}
+    return records, seconds, declared
+
+
+def _exported(record: dict) -> bool:
+    return bool((record.get("artifact") or {}).get("exported_now"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", nargs="+", default=["host", "u85-ref"])
+    parser.add_argument("--select", nargs="+", default=["suites"])
+    args = parser.parse_args()
+    os.environ.pop("HIL_PRISTINE_EXPORT", None)
+    with tempfile.TemporaryDirectory(prefix="hil-pristine-") as folder:
+        work = Path(folder)
+        pristine, pristine_s, pristine_parts = run("pristine", args, work)
+        fast, fast_s, fast_parts = run("speed-ups", args, work)
+    print(f"suites on {', '.join(args.target)}, each mode from an empty cache")
+    for name, records, seconds, parts in (
+        ("pristine", pristine, pristine_s, pristine_parts),
+        ("speed-ups", fast, fast_s, fast_parts),
+    ):
+        exported = sum(
+            bool((r.get("artifact") or {}).get("exported_now")) for r in records.values()
+        )
+        print(
+            f"  {name:9} {len(records)} checks, {exported} exported afresh, {seconds:.0f} s; "
+            f"run.json: pristine={parts.get('pristine')}, parts "
+            f"{', '.join(sorted(parts.get('parts') or {})) or 'none'}"
+        )
+    both = sorted(set(pristine) & set(fast))
+    verdicts = [k for k in both if pristine[k]["verdict"] != fast[k]["verdict"]]
+    digests = [
+        k
+        for k in both
+        if (pristine[k].get("artifact") or {}).get("sha256")
+        != (fast[k].get("artifact") or {}).get("sha256")
+    ]
+    only = sorted(set(pristine) ^ set(fast))
+    print(
+        f"  compared {len(both)} checks: {len(verdicts)} verdicts differ, {len(digests)} .pte differ"
+    )
+    for key in verdicts:
+        print(f"    verdict {'/'.join(key)}: {pristine[key]['verdict']} vs {fast[key]['verdict']}")
+    for key in digests:
+        print(f"    .pte {'/'.join(key)} differs")
+    for key in only:
+        print(f"    only in one mode: {'/'.join(key)}")
+    if fast_s:
+        print(f"  time pristine / speed-ups: {pristine_s / fast_s:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
