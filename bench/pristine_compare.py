@@ -85,7 +85,8 @@ def main() -> int:
     ]
     only = sorted(set(pristine) ^ set(fast))
     print(
-        f"  compared {len(both)} checks: {len(verdicts)} verdicts differ, {len(digests)} .pte differ"
+        f"  compared {len(both)} checks: {len(verdicts)} verdicts differ, "
+        f"{len(digests)} .pte differ"
     )
     for key in verdicts:
         print(f"    verdict {'/'.join(key)}: {pristine[key]['verdict']} vs {fast[key]['verdict']}")
