@@ -110,11 +110,21 @@ def recipes_for(pipeline: str, spec: DeviceSpec) -> list[str]:
 
 
 def subset_reason(call: PipelineCall, spec: DeviceSpec, target: str) -> str | None:
-    """Why `target` cannot answer this call although it answers the pipeline. An
-    OpNotSupportedPipeline asserts the partition of the TOSA profile it names: without
+    """Why `target` cannot answer this call although it answers the pipeline. A
+    TosaPipelineINT asking for TOSA's control-flow extension (cf) needs a profile that has it
+    (not the U55's). An OpNotSupportedPipeline asserts the partition of the TOSA profile it
+    names: without
     `quantize=True` the FP profile's (tosa-fp-ref), with it the INT profile's (an NPU's); for
     the Ethos-U55 subset (u55_subset=True) what the U55's partition leaves out, which another
     NPU delegates (measured: conv2d's large strides and kernels are delegated on u85-ref)."""
+    if call.pipeline == "TosaPipelineINT" and "cf" in (call.option("tosa_extensions") or ()):
+        if spec.npu is not None and spec.npu.startswith("ethos-u55"):
+            return (
+                "TosaPipelineINT(tosa_extensions=['cf']) lowers control flow (torch.cond, "
+                "while_loop) into TOSA's cf extension, which the Ethos-U55's profile lacks "
+                f"(the U85's has it): it runs on {NPU_DEVICES['ethos-u85']}, not on {target}"
+            )
+        return None
     if call.pipeline != "OpNotSupportedPipeline":
         return None
     profile = "int" if call.option("quantize") else "fp"

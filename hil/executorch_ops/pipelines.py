@@ -43,6 +43,21 @@ class _TesterMethod:
 
 
 class _Tester:
+    """`pipeline.tester`: its check methods as markers, and the compile spec a TOSA pipeline
+    lowers for (test_while builds its own quantizer from it)."""
+
+    def __init__(self, call: PipelineCall) -> None:
+        self._call = call
+
+    @property
+    def compile_spec(self) -> Any:
+        from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec
+
+        profile = "FP" if self._call.pipeline == "TosaPipelineFP" else "INT"
+        version = str(self._call.option("tosa_version") or "1.0")
+        extensions = "".join(f"+{e}" for e in self._call.option("tosa_extensions") or ())
+        return TosaCompileSpec(f"TOSA-{version}+{profile}{extensions}")
+
     def __getattr__(self, name: str) -> _TesterMethod:
         return _TesterMethod(name)
 
@@ -68,6 +83,13 @@ class _Quantizer:
             return self
 
         return accepted
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """`pipeline.quantizer.quantizer = their own quantizer`: the recipe's quantizer stays
+        (configured from the test's global config), and the record says so."""
+        if name != "_call":
+            self._call.accepted.append(f"quantizer.{name} = {type(value).__name__}")
+        object.__setattr__(self, name, value)
 
 
 # Their pipeline's stages in order, as a test finds them (`pipeline.find_pos("quantize")`).
@@ -118,7 +140,7 @@ class StandIn:
         named = dict(zip(self.positional(), args, strict=False))
         self.call = PipelineCall(self.name, module, inputs, {**named, **kwargs})
         self.call.assertions.extend(self.initial_assertions())
-        self.tester = _Tester()
+        self.tester = _Tester(self.call)
         self._quantizer = _Quantizer(self.call)
 
     @classmethod

@@ -92,10 +92,11 @@ def host_program(edge_program: Any, name_of: Callable[[int, Any], str]) -> Any:
                 graph.erase_node(holder)
                 delattr(graph_module, holder.target)
             index += 1
-        elif node.op == "call_function" and node.target is _alloc():
-            _replace_alloc(node)
         elif node.op == "call_function":
-            node.target = aten_overload(node.target)
+            _plain_op(node)
+    for name, nested in graph_module.named_modules():
+        if nested is not graph_module and isinstance(nested, torch.fx.GraphModule):
+            _plain_ops(nested, name)
     graph_module.recompile()
     return ExportedProgram(
         root=graph_module,
@@ -106,6 +107,29 @@ def host_program(edge_program: Any, name_of: Callable[[int, Any], str]) -> Any:
         module_call_graph=program.module_call_graph,
         constants=program.constants,
     )
+
+
+def _plain_op(node: torch.fx.Node) -> None:
+    """An edge operator as the ATen one it stands for; a scratch buffer as zeros."""
+    if node.target is _alloc():
+        _replace_alloc(node)
+    else:
+        node.target = aten_overload(node.target)
+
+
+def _plain_ops(graph_module: torch.fx.GraphModule, name: str) -> None:
+    """The operators of a control-flow branch or loop body (torch.cond, while_loop), which
+    live in a submodule of their own: the same edge-to-ATen rewrite as the top graph."""
+    for node in graph_module.graph.nodes:
+        if is_delegate_call(node):
+            raise DeployError(
+                f"a delegate inside the control-flow submodule {name!r} has no host stand-in",
+                fix="run this program on a device target; the reference targets run "
+                "delegates of the top-level graph only",
+            )
+        if node.op == "call_function":
+            _plain_op(node)
+    graph_module.recompile()
 
 
 def _alloc() -> Any:

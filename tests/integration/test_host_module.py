@@ -120,3 +120,20 @@ def test_calls_match_across_the_pickle_and_tell_a_changed_constant_apart(
     quantize = next(n for n in changed.graph.nodes if "quantize_per_tensor" in str(n.target))
     quantize.args = (quantize.args[0], float(quantize.args[1]) * 2, *quantize.args[2:])
     assert host_module.calls(changed) != host_module.calls(unlifted)
+
+
+class Branchy(torch.nn.Module):
+    """torch.cond: its branches live in submodules of their own, with their own operators."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda t: torch.sin(t) * 2, lambda t: t - 1, (x,))
+
+
+def test_a_control_flow_body_runs_as_aten_in_the_host_program(session: Session) -> None:
+    """The branches' edge operators become ATen operators too: the host program of an
+    Ethos-U export with torch.cond left on the CPU was refused by torch.export's verifier."""
+    x = torch.rand(2, 3) + 0.1
+    case = hil.case_from_module("branchy", Branchy(), (x,))
+    result = session.check(case, "u85-ref")  # raised ExportError before
+    assert result.verdict in ("PASS", "MISMATCH", "POOR QUANTIZATION"), result.failure_message()
+    assert load_host_program(result.artifact.folder) is not None

@@ -302,3 +302,26 @@ def test_their_transform_passes_go_to_the_arm_recipes_only() -> None:
     )
     refused = mapping.variant_of(built_with_arguments, "tosa-fp").unsupported or ""
     assert "InsertInt32CastsAfterInt64PlaceholdersPass: a pass hil cannot make again" in refused
+
+
+def test_their_tester_gives_the_compile_spec_their_own_quantizer_is_built_from() -> None:
+    """test_while builds a quantizer from `pipeline.tester.compile_spec`; hil keeps its own
+    recipe's quantizer and records that the test set another."""
+    stand_in = bind("TosaPipelineINT", lambda call: None)(
+        torch.nn.ReLU(), (torch.zeros(2),), "torch.ops.aten.relu.default", tosa_extensions=["cf"]
+    )
+    assert str(stand_in.tester.compile_spec.tosa_spec) == "TOSA-1.0+INT+cf"
+    stand_in.quantizer.quantizer = object()
+    assert stand_in.call.accepted == ["quantizer.quantizer = object"]
+
+
+def test_control_flow_in_tosa_runs_where_the_profile_has_it(repo_devices: DeviceRegistry) -> None:
+    """TOSA's cf extension: the U85's profile has it, the U55's does not."""
+    loop = call("TosaPipelineINT", tosa_extensions=["cf"])
+    u55 = mapping.subset_reason(loop, repo_devices.get("u55-ref"), "u55-ref") or ""
+    assert "cf extension, which the Ethos-U55's profile lacks" in u55
+    assert mapping.subset_reason(loop, repo_devices.get("u85-ref"), "u85-ref") is None
+    assert (
+        mapping.subset_reason(call("TosaPipelineINT"), repo_devices.get("u55-ref"), "u55-ref")
+        is None
+    )
