@@ -245,3 +245,14 @@ def test_a_recipe_module_docstring_or_comment_edit_keeps_its_key(tmp_path) -> No
         sys.modules.pop("hil_probe_recipe", None)
     assert first == edited
     assert first != changed
+
+
+def test_a_library_lambda_counts_by_what_it_closes_over() -> None:
+    """ExecuTorch's upsample tests hold `lambda x: interpolate(x, size=size, ...)`, one per row:
+    the lambda's code is the installed library's (named by version), its closure the row's."""
+    from executorch.backends.arm.test.ops.test_upsample_nearest2d import Interpolate
+
+    same = model_fingerprint(Interpolate((1, 1), None))
+    assert same == model_fingerprint(Interpolate((1, 1), None))
+    assert same != model_fingerprint(Interpolate((2, 2), None))
+    assert same != model_fingerprint(Interpolate(None, 2.0))
