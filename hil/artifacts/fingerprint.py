@@ -207,15 +207,17 @@ class _Walk:
     def function(self, function: types.FunctionType) -> None:
         """Its code (a library's by name and version), and always what this function object
         carries of its own: defaults and closure cells. ExecuTorch's upsample tests build one
-        lambda per row closing over its size; named alone, rows of one input shape shared a key
-        and were served each other's .pte (measured: 36 checks, the output of another size)."""
+        lambda per row closing over its size, in two files that both call it
+        Interpolate.__init__.<locals>.<lambda> (nearest, bilinear): named by qualname alone,
+        rows shared a key and were served each other's .pte (the output of another size or
+        mode), so a library's code is named by module and qualname."""
         if id(function) in self.seen:
             self.put(f"again:{function.__qualname__}")
             return
         self.seen.add(id(function))
         library = library_of(function.__module__ or "")
         if library is not None:
-            self.put(f"lib:{library}:{function.__qualname__}")
+            self.put(f"lib:{library}:{function.__module__}:{function.__qualname__}")
         else:
             self.put(_function_code_digest(function.__code__))
         for default in function.__defaults__ or ():
@@ -238,8 +240,8 @@ class _Walk:
 
     def cls(self, cls: type) -> None:
         library = library_of(cls.__module__)
-        if library is not None:
-            self.put(f"lib:{library}:{cls.__qualname__}")
+        if library is not None:  # by where it lives: two test files both define Interpolate
+            self.put(f"lib:{library}:{cls.__module__}:{cls.__qualname__}")
             return
         if id(cls) in self.seen:
             self.put(f"again:{cls.__qualname__}")

@@ -256,3 +256,12 @@ def test_a_library_lambda_counts_by_what_it_closes_over() -> None:
     assert same == model_fingerprint(Interpolate((1, 1), None))
     assert same != model_fingerprint(Interpolate((2, 2), None))
     assert same != model_fingerprint(Interpolate(None, 2.0))
+
+
+def test_library_classes_of_one_name_in_two_modules_are_told_apart() -> None:
+    """test_upsample_nearest2d and test_upsample_bilinear2d both define Interpolate."""
+    from executorch.backends.arm.test.ops import test_upsample_bilinear2d, test_upsample_nearest2d
+
+    nearest = model_fingerprint(test_upsample_nearest2d.Interpolate((4, 4), None))
+    bilinear = model_fingerprint(test_upsample_bilinear2d.Interpolate((4, 4), None))
+    assert nearest != bilinear
