@@ -137,6 +137,21 @@ def run_hil(
     return side
 
 
+def read_hil(work: Path, label: str) -> HilSide | None:
+    """A finished run's side from its work folder (junit files and records); its wall times
+    are not in the folder, so they read as 0 (times are reported by the run itself)."""
+    parts = sorted(work.glob(f"{label}_part_*.xml"))
+    if not parts:
+        return None
+    side = HilSide({}, {}, 0.0, 0.0)
+    for n, report in enumerate(parts):
+        side.outcomes.update(junit_outcomes(report, ""))
+        records = work / f"results-{label}-{n}" / "records.jsonl"
+        if records.is_file():
+            side.verdicts.update(verdicts_of(records))
+    return side
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", help="their file stems (default: all)")
@@ -152,9 +167,15 @@ def main() -> int:
         help="use only their kept runs (files they lack count as unknown)",
     )
     parser.add_argument("--no-warm", action="store_true", help="skip hil's warm run")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="WORK",
+        help="print the report of a finished run's work folder again (with --files: its files)",
+    )
     args = parser.parse_args()
     files = args.files or all_files()
-    work = Path(tempfile.mkdtemp(prefix="hil-et-all-"))
+    work = args.report or Path(tempfile.mkdtemp(prefix="hil-et-all-"))
     base = {
         **os.environ,
         "HIL_CACHE_DIR": str(work / "cache"),
@@ -172,9 +193,11 @@ def main() -> int:
     parts = [p for p in kept_parts() if set(p.files) & set(files)]
     theirs: dict[str, tuple[str, str]] = {}
     their_seconds: dict[str, float] = {}
+    stems = {Path(f).name for f in files}  # a kept part may hold other files than these
     for part in parts:
         theirs.update(junit_outcomes(KEPT / part.junit))
         their_seconds.update(junit_seconds(KEPT / part.junit))
+    theirs = {case: seen for case, seen in theirs.items() if case.split("::")[0] in stems}
     days = sorted({p.day for p in parts})
     print(
         f"  their harness: {len(parts)} kept parts ({', '.join(days)}), "
@@ -182,8 +205,11 @@ def main() -> int:
     )
     size = args.part_size or len(files)
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
-    cold = run_hil(files, chunks, work, base, "cold")
-    warm = None if args.no_warm else run_hil(files, chunks, work, base, "warm")
+    if args.report is not None:
+        cold, warm = read_hil(work, "cold"), read_hil(work, "warm")
+    else:
+        cold = run_hil(files, chunks, work, base, "cold")
+        warm = None if args.no_warm else run_hil(files, chunks, work, base, "warm")
     report(theirs, their_seconds, cold, warm)
     print(f"  (work folder, with each part's results: {work})")
     return 0
