@@ -25,6 +25,7 @@ void hil_write_method(hil_server_t *s, hil_writer_t *w) {
 void hil_reply_loaded(hil_server_t *s, uint8_t type, uint8_t held) {
     if (!held) {
         hil_clear_inputs(s);
+        s->tracing = 0; /* a new model is loaded without the recorder */
     }
     hil_writer_t w = hil_reply_writer(s);
     hil_wr_u8(&w, held);
@@ -44,4 +45,5 @@ void hil_soft_reset(hil_server_t *s) {
     s->holds_model = 0;
     hil_clear_inputs(s);
     s->debug_arm = 0;
+    s->tracing = 0;
 }

@@ -99,11 +99,13 @@ void hil_cmd_run(hil_server_t *s, hil_reader_t *r) {
     hil_error_t err = {0};
 
     hil_send_progress(s, 0); /* received: the host now waits with the run timeout */
-    s->runs++;
+    if (!s->tracing) { /* `--inject hang@N` counts the judged runs, not explaining ones */
+        s->runs++;
 #ifdef HIL_DEBUG_COMMANDS
-    int injected = hil_platform_injected_fault(s->runs);
-    if (injected != 0) s->debug_arm = injected;
+        int injected = hil_platform_injected_fault(s->runs);
+        if (injected != 0) s->debug_arm = injected;
 #endif
+    }
     hil_log(HIL_LOG_INFO, "run: %lu warm-up, %lu..%lu runs", (unsigned long)warmup,
             (unsigned long)min_runs, (unsigned long)max_runs);
     if (s->debug_arm == HIL_DEBUG_HANG) {

@@ -37,10 +37,11 @@ typedef struct {
 
     int debug_arm; /* HIL_DEBUG_* to trigger inside the next RUN, 0 for none */
 
+    int tracing; /* the ETDump recorder is on (TRACE): RUNs explain, they are not counted */
     /* the CRC-32 of each trace part (GET_TRACE), computed once per trace */
     uint32_t trace_crc[2];
     uint8_t trace_crc_known; /* bit per part */
-    uint32_t runs; /* RUN requests served since start */
+    uint32_t runs; /* RUN requests served since start, traced ones left out */
 
     /* what reached the runner since it started, counted here (LINK_STATS): the host's
      * memory of what it sent is not evidence that nothing moved */

@@ -35,6 +35,7 @@ void hil_cmd_trace(hil_server_t *s, hil_reader_t *r) {
                                      : s->engine->trace_end(&err);
     hil_clear_inputs(s); /* the model was loaded again: its inputs are set again */
     s->trace_crc_known = 0;
+    s->tracing = mode == TRACE_START && !failed;
     if (failed) {
         hil_reply_error(s, &err);
         return;
