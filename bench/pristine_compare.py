@@ -27,9 +27,11 @@ REPO = Path(__file__).resolve().parent.parent
 Key = tuple[str, str, str]
 
 
-def run(mode: str, args: argparse.Namespace, work: Path) -> tuple[dict[Key, dict], float, dict]:
+def run(
+    mode: str, args: argparse.Namespace, work: Path
+) -> tuple[dict[Key, dict], float, dict, int]:
     """One pytest run in `mode` ("pristine" or "speed-ups"): its records by check, its wall
-    time and the speed-up parts its run.json declares."""
+    time, the speed-up parts its run.json declares and the programs its cache holds after."""
     results, cache = work / f"results-{mode}", work / f"cache-{mode}"
     command = [sys.executable, "-m", "pytest", *args.select, "-q", "-p", "no:cacheprovider"]
     command += [f"--target={t}" for t in args.target]
@@ -46,7 +48,8 @@ def run(mode: str, args: argparse.Namespace, work: Path) -> tuple[dict[Key, dict
         record = json.loads(line)
         records[(record["case"], record["target"], record["recipe"])] = record
     declared = json.loads((results / "run.json").read_text()).get("speedups") or {}
-    return records, seconds, declared
+    programs = len(list((cache / "artifacts").glob("*/model.pte")))
+    return records, seconds, declared, programs
 
 
 def _exported(record: dict) -> bool:
@@ -61,9 +64,9 @@ def main() -> int:
     os.environ.pop("HIL_PRISTINE_EXPORT", None)
     with tempfile.TemporaryDirectory(prefix="hil-pristine-") as folder:
         work = Path(folder)
-        pristine, pristine_s, pristine_parts = run("pristine", args, work)
-        fast, fast_s, fast_parts = run("speed-ups", args, work)
-        again, again_s, _ = run("speed-ups", args, work)  # the same cache: a warm run
+        pristine, pristine_s, pristine_parts, pristine_made = run("pristine", args, work)
+        fast, fast_s, fast_parts, fast_made = run("speed-ups", args, work)
+        again, again_s, _, again_made = run("speed-ups", args, work)  # its cache again: warm
     print(f"suites on {', '.join(args.target)}, each mode from an empty cache")
     for name, records, seconds, parts in (
         ("pristine", pristine, pristine_s, pristine_parts),
