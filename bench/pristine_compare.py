@@ -68,16 +68,14 @@ def main() -> int:
         fast, fast_s, fast_parts, fast_made = run("speed-ups", args, work)
         again, again_s, _, again_made = run("speed-ups", args, work)  # its cache again: warm
     print(f"suites on {', '.join(args.target)}, each mode from an empty cache")
-    for name, records, seconds, parts in (
-        ("pristine", pristine, pristine_s, pristine_parts),
-        ("speed-ups", fast, fast_s, fast_parts),
+    for name, records, seconds, parts, made in (
+        ("pristine", pristine, pristine_s, pristine_parts, pristine_made),
+        ("speed-ups", fast, fast_s, fast_parts, fast_made),
     ):
-        exported = sum(
-            bool((r.get("artifact") or {}).get("exported_now")) for r in records.values()
-        )
         print(
-            f"  {name:9} {len(records)} checks, {exported} exported afresh, {seconds:.0f} s; "
-            f"run.json: pristine={parts.get('pristine')}, parts "
+            f"  {name:9} {len(records)} checks, {made} programs made in its empty cache "
+            f"({sum(map(_exported, records.values()))} records say exported now), "
+            f"{seconds:.0f} s; run.json: pristine={parts.get('pristine')}, parts "
             f"{', '.join(sorted(parts.get('parts') or {})) or 'none'}"
         )
     both = sorted(set(pristine) & set(fast))
@@ -101,9 +99,10 @@ def main() -> int:
         print(f"    only in one mode: {'/'.join(key)}")
     if fast_s:
         print(f"  time pristine / speed-ups: {pristine_s / fast_s:.2f}")
-    warm = sum(_exported(r) for r in again.values())
     print(
-        f"  warm run on the speed-ups cache: {len(again)} checks, {warm} exported, {again_s:.0f} s"
+        f"  warm run on the speed-ups cache: {len(again)} checks, "
+        f"{again_made - fast_made} programs added, "
+        f"{sum(map(_exported, again.values()))} records say exported now, {again_s:.0f} s"
     )
     return 0
 
