@@ -121,3 +121,16 @@ def test_a_device_profile_is_a_row_of_where_the_time_goes(runs: Runs, tmp_path: 
     assert "1,000 QEMU instructions" in table
     assert "aten::convolution.out [3] 69 %" in table
     assert re.search(r"aten::permute_copy\.out \[1\] <em>\(layout\)</em> 30 %", table)
+
+
+def test_an_overview_draws_the_results_nearest_their_limit() -> None:
+    """Thousands of results made a 103 MB chart: an overview draws at most OVERVIEW_BARS,
+    failures first, then the nearest their limit, and says so."""
+    from hil.report.plots import Bar
+
+    bars = [Bar(f"case{i}", float(i), 100.0, True) for i in range(100)]
+    bars.append(Bar("over", 150.0, 100.0, False))
+    drawn, said = html._nearest_limit(bars)
+    assert len(drawn) == html.OVERVIEW_BARS and drawn[0].label == "over"
+    assert drawn[1].label == "case99" and "the 60 of 101 nearest their limit" in said
+    assert html._nearest_limit(bars[:10]) == (bars[:10], "")
