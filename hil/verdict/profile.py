@@ -81,6 +81,9 @@ def _share(time: float, total: float) -> str:
 
 
 def _amount(value: float, unit: str) -> str:
-    if unit == "ns":
-        return f"{value / 1e6:.3g} ms" if value >= 1e5 else f"{value / 1e3:.3g} us"
+    """Nanoseconds as ms or us, keeping what follows the unit ("ns (emulated)"); counts whole."""
+    if unit.startswith("ns"):
+        said = unit.removeprefix("ns")
+        shown = f"{value / 1e6:.3g} ms" if value >= 1e5 else f"{value / 1e3:.3g} us"
+        return shown + said
     return f"{value:,.0f} {unit}"
