@@ -84,6 +84,12 @@ def _amount(value: float, unit: str) -> str:
     """Nanoseconds as ms or us, keeping what follows the unit ("ns (emulated)"); counts whole."""
     if unit.startswith("ns"):
         said = unit.removeprefix("ns")
-        shown = f"{value / 1e6:.3g} ms" if value >= 1e5 else f"{value / 1e3:.3g} us"
+        shown = (
+            f"{value / 1e9:.3g} s"
+            if value >= 1e9
+            else f"{value / 1e6:.3g} ms"
+            if value >= 1e5
+            else f"{value / 1e3:.3g} us"
+        )
         return shown + said
     return f"{value:,.0f} {unit}"
