@@ -13,10 +13,17 @@ silently.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hil.executorch_ops.calls import PipelineCall, StageAssertion
+from hil.executorch_ops.handles import (
+    STAGES,
+    Quantizer,
+    QuantizeStage,
+    Stage,
+    Tester,
+    TesterMethod,
+)
 from hil.executorch_ops.mapping import vgf_spec
 
 DELEGATE_CALL = "torch.ops.higher_order.executorch_call_delegate"
@@ -29,100 +36,6 @@ def _names(ops: Any) -> list[str]:
     if isinstance(ops, str):
         return [ops]
     return [str(op) for op in ops]
-
-
-class _TesterMethod:
-    """`pipeline.tester.check_count` and the like: a marker naming the check, which
-    add_stage/add_stage_after record with their arguments."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __call__(self, *args: Any, **kwargs: Any) -> None:  # called directly: not a stage
-        return None
-
-
-class _Tester:
-    """`pipeline.tester`: its check methods as markers, and the compile spec a TOSA pipeline
-    lowers for (test_while builds its own quantizer from it)."""
-
-    def __init__(self, call: PipelineCall) -> None:
-        self._call = call
-
-    @property
-    def compile_spec(self) -> Any:
-        from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec
-
-        profile = "FP" if self._call.pipeline == "TosaPipelineFP" else "INT"
-        version = str(self._call.option("tosa_version") or "1.0")
-        extensions = "".join(f"+{e}" for e in self._call.option("tosa_extensions") or ())
-        return TosaCompileSpec(f"TOSA-{version}+{profile}{extensions}")
-
-    def __getattr__(self, name: str) -> _TesterMethod:
-        return _TesterMethod(name)
-
-
-class _Quantizer:
-    """`pipeline.quantizer`: set_global / set_io keep the config the test gives; anything
-    else is recorded as accepted and not honoured."""
-
-    def __init__(self, call: PipelineCall) -> None:
-        self._call = call
-
-    def set_global(self, config: Any) -> _Quantizer:
-        self._call.global_config = config
-        return self
-
-    def set_io(self, config: Any) -> _Quantizer:
-        self._call.io_config = config
-        return self
-
-    def __getattr__(self, name: str) -> Callable[..., _Quantizer]:
-        def accepted(*args: Any, **kwargs: Any) -> _Quantizer:
-            self._call.accepted.append(f"quantizer.{name}")
-            return self
-
-        return accepted
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        """`pipeline.quantizer.quantizer = their own quantizer`: the recipe's quantizer stays
-        (configured from the test's global config), and the record says so."""
-        if name != "_call":
-            self._call.accepted.append(f"quantizer.{name} = {type(value).__name__}")
-        object.__setattr__(self, name, value)
-
-
-# Their pipeline's stages in order, as a test finds them (`pipeline.find_pos("quantize")`).
-STAGES = (
-    "quantize",
-    "export",
-    "to_edge_transform_and_lower",
-    "to_executorch",
-    "serialize",
-    "run_method_and_compare_outputs",
-)
-
-
-class _QuantizeStage:
-    """Their Quantize stage as a test reaches into it (`pipeline._stages[pos].args[0]`): the
-    calibration samples a test sets there are the ones hil calibrates on."""
-
-    def __init__(self, call: PipelineCall) -> None:
-        self._call = call
-
-    @property
-    def calibration_samples(self) -> Any:
-        return self._call.options.get("calibration_samples")
-
-    @calibration_samples.setter
-    def calibration_samples(self, samples: Any) -> None:
-        self._call.options["calibration_samples"] = samples
-
-
-@dataclass(frozen=True)
-class _Stage:
-    name: str
-    args: tuple[Any, ...]
 
 
 class StandIn:
@@ -140,8 +53,8 @@ class StandIn:
         named = dict(zip(self.positional(), args, strict=False))
         self.call = PipelineCall(self.name, module, inputs, {**named, **kwargs})
         self.call.assertions.extend(self.initial_assertions())
-        self.tester = _Tester(self.call)
-        self._quantizer = _Quantizer(self.call)
+        self.tester = Tester(self.call)
+        self._quantizer = Quantizer(self.call)
 
     @classmethod
     def positional(cls) -> tuple[str, ...]:
@@ -156,7 +69,7 @@ class StandIn:
         yield StageAssertion("check_count", "exir", {DELEGATE_CALL: 1})
 
     @property
-    def quantizer(self) -> _Quantizer:
+    def quantizer(self) -> Quantizer:
         return self._quantizer
 
     def find_pos(self, stage_id: str) -> int:
@@ -165,9 +78,9 @@ class StandIn:
         return STAGES.index(stage_id)
 
     @property
-    def _stages(self) -> list[_Stage]:
+    def _stages(self) -> list[Stage]:
         return [
-            _Stage(name, (_QuantizeStage(self.call),) if name == "quantize" else ())
+            Stage(name, (QuantizeStage(self.call),) if name == "quantize" else ())
             for name in STAGES
         ]
 
@@ -184,7 +97,7 @@ class StandIn:
         return self
 
     def _record(self, func: Any, after: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if isinstance(func, _TesterMethod):
+        if isinstance(func, TesterMethod):
             expected = args[0] if args else kwargs
             self.call.assertions.append(StageAssertion(func.name, after, expected))
         else:

@@ -13,8 +13,9 @@ import collections
 import hashlib
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from numpy.typing import NDArray
 
@@ -32,6 +33,8 @@ from hil.settings.common import LinkPolicy
 from hil.transports import Link
 
 __all__ = ["LinkPolicy", "LinkStats", "LoadOutcome", "RunnerClient"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -195,29 +198,39 @@ class RunnerClient:
 
     def get_output(self, index: int) -> NDArray[Any]:
         """Output `index` of the last run, fetched in as many pieces as it needs."""
+
+        def head(reply: m.Reader) -> tuple[m.TensorSpec, int]:
+            spec = m.TensorSpec.read(reply)
+            return spec, spec.nbytes
+
+        spec, data = self._read_pieces(m.GET_OUTPUT, index, f"output {index}", head)
+        return m.to_numpy(spec, data)
+
+    def _read_pieces(
+        self, kind: int, index: int, what: str, head: Callable[[m.Reader], tuple[T, int]]
+    ) -> tuple[T, bytes]:
+        """A buffer of the runner's fetched in pieces (GET_OUTPUT, GET_TRACE): each reply begins
+        with what describes the whole, the same in every piece (`head` reads it and the whole's
+        size), then the piece's offset and bytes."""
         limit = self._info().max_payload - 64
         pieces: list[bytes] = []
-        offset = 0
-        spec: m.TensorSpec | None = None
-        while spec is None or offset < spec.nbytes:
+        offset, size = 0, 0
+        described: T | None = None
+        while described is None or offset < size:
             request = struct.pack("<B3xQI", index, offset, limit)
-            reply = m.Reader(self.request(m.GET_OUTPUT, request, reply_size=limit), "GET_OUTPUT")
-            piece_spec = m.TensorSpec.read(reply)
-            if spec is not None and piece_spec != spec:
-                raise ProtocolError(f"{self.name}: output {index} changed while read", fix=REFLASH)
-            spec = piece_spec
+            reply = m.Reader(self.request(kind, request, reply_size=limit), m.name_of(kind))
+            piece_head, size = head(reply)
+            if described is not None and piece_head != described:
+                raise ProtocolError(f"{self.name}: {what} changed while read", fix=REFLASH)
+            described = piece_head
             if reply.u64() != offset:
-                raise ProtocolError(
-                    f"{self.name}: output {index} came back out of order", fix=REFLASH
-                )
+                raise ProtocolError(f"{self.name}: {what} came back out of order", fix=REFLASH)
             piece = reply.rest()
-            if not piece and offset < spec.nbytes:
-                raise ProtocolError(
-                    f"{self.name}: output {index} stopped at {offset} bytes", fix=REFLASH
-                )
+            if not piece and offset < size:
+                raise ProtocolError(f"{self.name}: {what} stopped at {offset} bytes", fix=REFLASH)
             pieces.append(piece)
             offset += len(piece)
-        return m.to_numpy(spec, b"".join(pieces))
+        return described, b"".join(pieces)
 
     # -- traces (1.3) -------------------------------------------------------------------------
 
@@ -239,30 +252,12 @@ class RunnerClient:
     def get_trace(self, part: int) -> bytes:
         """A recorded part (messages.TRACE_ETDUMP or TRACE_DEBUG), joined from as many pieces as
         it needs and checked against the CRC-32 the runner computed over the whole."""
-        limit = self._info().max_payload - 64
-        pieces: list[bytes] = []
-        offset, total, crc = 0, -1, 0
-        while offset != total:
-            request = struct.pack("<B3xQI", part, offset, limit)
-            reply = m.Reader(self.request(m.GET_TRACE, request, reply_size=limit), "GET_TRACE")
-            size, piece_crc = reply.u64(), reply.u32()
-            if total not in (-1, size) or (total != -1 and piece_crc != crc):
-                raise ProtocolError(
-                    f"{self.name}: trace part {part} changed while read", fix=REFLASH
-                )
-            total, crc = size, piece_crc
-            if reply.u64() != offset:
-                raise ProtocolError(
-                    f"{self.name}: trace part {part} came back out of order", fix=REFLASH
-                )
-            piece = reply.rest()
-            if not piece and offset < total:
-                raise ProtocolError(
-                    f"{self.name}: trace part {part} stopped at {offset} bytes", fix=REFLASH
-                )
-            pieces.append(piece)
-            offset += len(piece)
-        data = b"".join(pieces)
+
+        def head(reply: m.Reader) -> tuple[tuple[int, int], int]:
+            size, crc = reply.u64(), reply.u32()
+            return (size, crc), size
+
+        (total, crc), data = self._read_pieces(m.GET_TRACE, part, f"trace part {part}", head)
         if zlib.crc32(data) != crc:
             raise ProtocolError(
                 f"{self.name}: trace part {part} ({total} bytes) does not match the runner's "
