@@ -140,25 +140,23 @@ class SerialTarget(RunnerTarget):
 
     # -- what only this kind measures ----------------------------------------------------------
 
-    def clock_of(self, trace: DeviceTrace) -> tuple[str, float]:
+    def _instructions_per_tick(self, clock_hz: int) -> float | None:
         """On QEMU (-icount shift=0) a ns of virtual time is one instruction, which the SysTick
-        cycles follow at the runner's clock rate: the profile counts instructions."""
-        if self._settings.virtual is VirtualBoard.QEMU_MPS3_AN547 and trace.clock_hz:
-            return "QEMU instructions", 1e9 / float(trace.clock_hz)
-        return super().clock_of(trace)
+        cycles follow at the runner's clock rate; None on any other board."""
+        if self._settings.virtual is VirtualBoard.QEMU_MPS3_AN547 and clock_hz:
+            return 1e9 / float(clock_hz)
+        return None
+
+    def clock_of(self, trace: DeviceTrace) -> tuple[str, float]:
+        """On QEMU the profile counts instructions."""
+        per_tick = self._instructions_per_tick(trace.clock_hz)
+        return ("QEMU instructions", per_tick) if per_tick else super().clock_of(trace)
 
     def _counters(self, artifact: Artifact, run: RunnerRun) -> dict[str, float]:
         counters = run.counters()
-        if (
-            self._settings.virtual is VirtualBoard.QEMU_MPS3_AN547
-            and "cpu_cycles" in counters
-            and run.times.clock_hz
-        ):
-            # -icount shift=0: one instruction per ns of QEMU's virtual time, which the SysTick
-            # cycles follow at the runner's clock rate
-            counters["qemu_instructions_median"] = (
-                counters["cpu_cycles"] * 1e9 / float(run.times.clock_hz)
-            )
+        per_tick = self._instructions_per_tick(run.times.clock_hz)
+        if per_tick and "cpu_cycles" in counters:
+            counters["qemu_instructions_median"] = counters["cpu_cycles"] * per_tick
         return counters
 
 
