@@ -13,8 +13,11 @@ run each (or in parts of --part-size files, one cache for all).
 Printed, from one run:
 * every collected case of theirs and what hil did with it: judged (on which targets) or skipped,
   each skip reason counted; a case neither judged nor skipped by name is listed (goal: none);
-* agreement: every case their harness passed against hil's verdicts on the same case (each
-  target's verdict counts); where hil fails what they pass, hil's reason, grouped by cause;
+* agreement: every case their harness passed against hil's verdicts on the same case, in two
+  parts: on the target that asks their pipeline's own question (THEIR_QUESTION: the TOSA
+  reference for a TOSA pipeline, the NPU for an Ethos-U one, vgf-emu for VGF), and on the
+  targets hil adds (the host's CPU recipes, the U55 for a generic TOSA INT row), which their
+  harness never runs; where hil fails what they pass, hil's reason, grouped by cause;
 * their VGF rows on vgf-emu apart: judged, skipped by reason, failed with causes;
 * time, start-up apart: per case hil judged, their harness's own per-case seconds on those same
   cases (pytest's times in their junit) against hil's cold run; hil's warm run whole (goal under
@@ -34,7 +37,7 @@ import re
 import sys
 import tempfile
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,6 +88,20 @@ def target_of(hil_case: str) -> str:
     return found.group(1) if found else ""
 
 
+# The target whose check asks what their harness asks of each pipeline: their TOSA pipelines
+# run the TOSA reference model (the FP profile on tosa-fp-ref; the INT profile, whole, on the
+# U85's, the U55's being a subset), their NPU pipelines the NPU, their VGF pipeline VGF. A
+# pipeline not named here (OpNotSupportedPipeline, CortexMTester) and a check without a record
+# count on every target.
+THEIR_QUESTION = {
+    "TosaPipelineFP": "tosa-fp-ref",
+    "TosaPipelineINT": "u85-ref",
+    "EthosU55PipelineINT": "u55-ref",
+    "EthosU85PipelineINT": "u85-ref",
+    "VgfPipeline": "vgf-emu",
+}
+
+
 @dataclass
 class HilSide:
     """hil's runs over every part: outcomes by hil case id, records, seconds."""
@@ -93,17 +110,28 @@ class HilSide:
     verdicts: dict[tuple[str, str], str]  # (their case id, target) -> worst verdict
     seconds: float
     start_up: float
+    pipelines: dict[tuple[str, str], str] = field(default_factory=dict)  # same key -> pipeline
 
 
-def verdicts_of(records: Path) -> dict[tuple[str, str], str]:
+def records_of(records: Path) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
+    """(their case id, target) -> the worst verdict, and -> their pipeline's name."""
     found: dict[tuple[str, str], str] = {}
+    pipelines: dict[tuple[str, str], str] = {}
     if records.exists():
         for line in records.read_text().splitlines():
             record = json.loads(line)
             key = (record["case"], record["target"])
             if found.get(key) in (None, "PASS"):
                 found[key] = record["verdict"]
-    return found
+            pipeline = (record.get("executorch") or {}).get("pipeline")
+            if pipeline:
+                pipelines[key] = pipeline
+    return found, pipelines
+
+
+def asks_their_question(side: HilSide, case: str, target: str) -> bool:
+    pipeline = side.pipelines.get((case, target))
+    return pipeline not in THEIR_QUESTION or THEIR_QUESTION[pipeline] == target
 
 
 def run_hil(
@@ -130,10 +158,9 @@ def run_hil(
         run = pytest_run(f"{label} part {n}", [*plugin, *paths], work, env, with_hil=True)
         side.seconds += run.seconds
         side.outcomes.update(run.outcomes)
-        for (case, target), verdict in verdicts_of(
-            Path(env["HIL_RESULTS_DIR"]) / "records.jsonl"
-        ).items():
-            side.verdicts[(case, target)] = verdict
+        verdicts, pipelines = records_of(Path(env["HIL_RESULTS_DIR"]) / "records.jsonl")
+        side.verdicts.update(verdicts)
+        side.pipelines.update(pipelines)
     return side
 
 
@@ -147,8 +174,9 @@ def read_hil(work: Path, label: str) -> HilSide | None:
     for n, report in enumerate(parts):
         side.outcomes.update(junit_outcomes(report, ""))
         records = work / f"results-{label}-{n}" / "records.jsonl"
-        if records.is_file():
-            side.verdicts.update(verdicts_of(records))
+        verdicts, pipelines = records_of(records)
+        side.verdicts.update(verdicts)
+        side.pipelines.update(pipelines)
     return side
 
 
@@ -250,32 +278,44 @@ def agreement(
     by_case: dict[str, list[tuple[str, str, str]]],
     cold: HilSide,
 ) -> None:
-    agree = unjudged = 0
-    differ: dict[str, list[str]] = defaultdict(list)
+    """Their passed cases against hil's checks: their own question apart from hil's added ones."""
+    tallies = {True: Tally(), False: Tally()}
     for case, (outcome, _) in sorted(theirs.items()):
         if outcome != "passed":
             continue
         for hil_id, hil_outcome, message in by_case.get(case, []):
             if hil_outcome == "skipped":
                 continue
-            verdict = cold.verdicts.get((case, target_of(hil_id)))
+            target = target_of(hil_id)
+            tally = tallies[asks_their_question(cold, case, target)]
+            verdict = cold.verdicts.get((case, target))
             if hil_outcome in ("passed", "xfailed") and verdict == "NOT JUDGED":
-                unjudged += 1
+                tally.unjudged += 1
             elif hil_outcome in ("passed", "xfailed"):
-                agree += 1
+                tally.agree += 1
             else:
-                cause = f"{verdict or hil_outcome}: {_cause(message)}"
-                differ[cause].append(hil_id)
-    total = sum(len(v) for v in differ.values())
-    share = 100.0 * agree / max(agree + total, 1)
-    print(
-        f"on the cases their harness passed: hil agrees {agree}, differs {total} "
-        f"({share:.2f} % agreement), not judged {unjudged}"
-    )
-    for cause, ids in sorted(differ.items(), key=lambda kv: -len(kv[1])):
-        print(f"  {len(ids):5d}  {cause}")
-        for hil_id in ids[:6]:
-            print(f"           {hil_id}")
+                tally.differ[f"{verdict or hil_outcome}: {_cause(message)}"].append(hil_id)
+    tallies[True].print("their own question (the target that asks what their pipeline asks)")
+    tallies[False].print("questions hil adds (targets and backends their harness never runs)")
+
+
+@dataclass
+class Tally:
+    agree: int = 0
+    unjudged: int = 0
+    differ: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def print(self, title: str) -> None:
+        total = sum(len(v) for v in self.differ.values())
+        share = 100.0 * self.agree / max(self.agree + total, 1)
+        print(
+            f"on the cases their harness passed, {title}: hil agrees {self.agree}, differs "
+            f"{total} ({share:.2f} % agreement), not judged {self.unjudged}"
+        )
+        for cause, ids in sorted(self.differ.items(), key=lambda kv: -len(kv[1])):
+            print(f"  {len(ids):5d}  {cause}")
+            for hil_id in ids[:6]:
+                print(f"           {hil_id}")
 
 
 def _cause(message: str) -> str:

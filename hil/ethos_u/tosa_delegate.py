@@ -224,7 +224,35 @@ class TosaRunner(TorchFunctionMode):
         if func is OP:
             delegate, outputs, inputs = args
             return self.call(delegate, decode_outputs(outputs), inputs)
+        if func is torch.ops.higher_order.cond:
+            return self._cond(*args)
+        if func is torch.ops.higher_order.while_loop:
+            return self._while_loop(*args, **(kwargs or {}))
         return func(*args, **(kwargs or {}))
+
+    # A control-flow operator reaches this mode whole, and the mode is off while it is handled:
+    # torch's own kernel would run the branches without it, so a delegate inside one (a
+    # torch.cond branch on an NPU without TOSA's cf extension) would find no runner. These run
+    # the branches as torch's eager kernels do, with the mode on.
+
+    def _cond(self, pred: Any, true_fn: Any, false_fn: Any, operands: Sequence[Any]) -> Any:
+        with self:
+            return (true_fn if bool(pred) else false_fn)(*operands)
+
+    def _while_loop(
+        self,
+        cond_fn: Any,
+        body_fn: Any,
+        carried: Sequence[Any],
+        additional: Sequence[Any],
+        *rest: Any,
+        **options: Any,
+    ) -> tuple[Any, ...]:
+        values = tuple(carried)
+        with self:
+            while bool(cond_fn(*values, *additional)):
+                values = tuple(body_fn(*values, *additional))
+        return tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in values)
 
     def call(
         self, delegate: str, outputs: list[TensorSpec], inputs: Sequence[torch.Tensor]

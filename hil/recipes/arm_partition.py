@@ -25,7 +25,7 @@ from hil.artifacts.partition import Fallback, PartitionReport
 from hil.capture import captured_output
 from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
 from hil.ethos_u.macs import graph_macs, op_name
-from hil.recipes.host_program import is_delegate_call
+from hil.recipes.host_program import delegate_calls, is_delegate_call
 from hil.recipes.lowering import exporter_step
 from hil.recipes.stages import brief, failing_stage
 
@@ -54,12 +54,11 @@ def compute_nodes(nodes: Any) -> Iterator[torch.fx.Node]:
 
 
 def lowered_modules(edge_program: Any) -> list[Any]:
-    """The LoweredBackendModule of each delegate call, in execution order."""
-    graph_module = edge_program.graph_module
+    """The LoweredBackendModule of each delegate call, in host_program.delegate_calls' order
+    (control-flow submodules' delegates after the top-level graph's)."""
     return [
-        getattr(graph_module, node.args[0].target)
-        for node in edge_program.graph.nodes
-        if is_delegate_call(node)
+        getattr(module, node.args[0].target)
+        for module, node in delegate_calls(edge_program.graph_module)
     ]
 
 

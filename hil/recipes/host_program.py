@@ -5,7 +5,7 @@ with torch.export.save, the program exactly as lowering left it, with two substi
 it loadable and runnable without ExecuTorch's runtime:
 
 - each NPU delegate call becomes `hil::tosa_delegate(name, outputs, inputs)`
-  (hil.ethos_u.tosa_delegate),
+  (hil.ethos_u.tosa_delegate), in the top-level graph and in control-flow submodules alike,
   which the reference target answers with the delegate's TOSA graph;
 - each edge-dialect operator becomes the aten (or cortex_m, quantized_decomposed) operator it
   wraps, so PyTorch's kernels (or the Cortex-M Python reference kernels) run the CPU part;
@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,23 @@ def is_delegate_call(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and node.target is delegate
 
 
+def delegate_calls(
+    graph_module: torch.fx.GraphModule,
+) -> Iterator[tuple[torch.fx.GraphModule, torch.fx.Node]]:
+    """Each delegate call with the graph module that holds it: the top-level graph's in
+    execution order, then those inside control-flow submodules (a torch.cond branch delegated
+    on an NPU without TOSA's cf extension), submodule by submodule. Delegate names follow this
+    order everywhere (lowered_modules, host_program)."""
+    for module in [graph_module] + [
+        nested
+        for _, nested in graph_module.named_modules()
+        if nested is not graph_module and isinstance(nested, torch.fx.GraphModule)
+    ]:
+        for node in list(module.graph.nodes):
+            if is_delegate_call(node):
+                yield module, node
+
+
 def tensor_spec(value: Any) -> TensorSpec:
     return TensorSpec(
         tuple(int(d) for d in value.shape),
@@ -67,36 +84,22 @@ def tensor_spec(value: Any) -> TensorSpec:
 def host_program(edge_program: Any, name_of: Callable[[int, Any], str]) -> Any:
     """A plain ExportedProgram from a lowered edge program (the edge program is not changed).
 
-    `name_of(index, lowered_module)` names each delegate, in execution order.
+    `name_of(index, lowered_module)` names each delegate, in `delegate_calls` order.
     """
     from torch.export import ExportedProgram
 
     program = copy.deepcopy(edge_program)
     graph_module = program.graph_module
     graph = graph_module.graph
-    index = 0
-    for node in list(graph.nodes):
-        if is_delegate_call(node):
-            holder = node.args[0]
-            lowered = getattr(graph_module, holder.target)
-            values = node.meta["val"]
-            outputs = encode_outputs([tensor_spec(v) for v in values])
-            with graph.inserting_before(node):
-                call = graph.call_function(
-                    OP, (name_of(index, lowered), outputs, list(node.args[1:]))
-                )
-            call.meta = dict(node.meta)
-            node.replace_all_uses_with(call)
-            graph.erase_node(node)
-            if not holder.users:
-                graph.erase_node(holder)
-                delattr(graph_module, holder.target)
-            index += 1
-        elif node.op == "call_function":
-            _plain_op(node)
-    for name, nested in graph_module.named_modules():
-        if nested is not graph_module and isinstance(nested, torch.fx.GraphModule):
-            _plain_ops(nested, name)
+    for index, (holder_module, node) in enumerate(list(delegate_calls(graph_module))):
+        _stand_in(holder_module, node, name_of(index, getattr(holder_module, node.args[0].target)))
+    for module in graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                if node.op == "call_function":
+                    _plain_op(node)
+            if module is not graph_module:
+                module.recompile()
     graph_module.recompile()
     return ExportedProgram(
         root=graph_module,
@@ -117,19 +120,20 @@ def _plain_op(node: torch.fx.Node) -> None:
         node.target = aten_overload(node.target)
 
 
-def _plain_ops(graph_module: torch.fx.GraphModule, name: str) -> None:
-    """The operators of a control-flow branch or loop body (torch.cond, while_loop), which
-    live in a submodule of their own: the same edge-to-ATen rewrite as the top graph."""
-    for node in graph_module.graph.nodes:
-        if is_delegate_call(node):
-            raise DeployError(
-                f"a delegate inside the control-flow submodule {name!r} has no host stand-in",
-                fix="run this program on a device target; the reference targets run "
-                "delegates of the top-level graph only",
-            )
-        if node.op == "call_function":
-            _plain_op(node)
-    graph_module.recompile()
+def _stand_in(graph_module: torch.fx.GraphModule, node: torch.fx.Node, name: str) -> None:
+    """One delegate call as `hil::tosa_delegate(name, outputs, inputs)`; its lowered module,
+    left without users, leaves the graph module."""
+    holder = node.args[0]
+    outputs = encode_outputs([tensor_spec(v) for v in node.meta["val"]])
+    graph = graph_module.graph
+    with graph.inserting_before(node):
+        call = graph.call_function(OP, (name, outputs, list(node.args[1:])))
+    call.meta = dict(node.meta)
+    node.replace_all_uses_with(call)
+    graph.erase_node(node)
+    if not holder.users:
+        graph.erase_node(holder)
+        delattr(graph_module, holder.target)
 
 
 def _alloc() -> Any:

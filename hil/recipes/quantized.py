@@ -73,13 +73,48 @@ class QuantizedModel:
 
 def prepare(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
     """torch.export, then PT2E prepare: the model with the quantizer's observers in place."""
-    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
-
     # check_guards=False: torch 2.13 otherwise inserts a _guards_fn call that the
     # quantizer annotations and the Arm passes do not expect.
     graph = torch.export.export(built.module, built.inputs).module(check_guards=False)
+    return prepare_with_branches(graph, quantizer)
+
+
+def prepare_with_branches(graph: torch.fx.GraphModule, quantizer: Any) -> torch.fx.GraphModule:
+    """PT2E prepare of `graph` and of its control-flow branches, nested ones included."""
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+
     prepared: torch.fx.GraphModule = prepare_pt2e(graph, quantizer)
+    for name, branch in control_flow_branches(prepared):
+        prepared.set_submodule(name, prepare_with_branches(branch, quantizer), strict=True)
     return prepared
+
+
+def convert(prepared: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """PT2E convert of a calibrated model, its control-flow branches each on its own."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
+
+    branches = [(name, convert(branch)) for name, branch in control_flow_branches(prepared)]
+    converted: torch.fx.GraphModule = convert_pt2e(prepared)
+    for name, branch in branches:
+        converted.set_submodule(name, branch, strict=True)
+    return converted
+
+
+CONTROL_FLOW = (torch.ops.higher_order.cond, torch.ops.higher_order.while_loop)
+
+
+def control_flow_branches(graph: torch.fx.GraphModule) -> list[tuple[str, torch.fx.GraphModule]]:
+    """The submodules PT2E prepare and convert leave alone: torch.cond's two branches and
+    while_loop's condition (torchao handles a while_loop's body itself). Without them, an Arm
+    partitioner finds their operators unquantized and leaves the loop on the CPU, which
+    ExecuTorch cannot serialize (measured on ExecuTorch's test_while, u85-ref). ExecuTorch's
+    TOSAQuantizer names them with `get_cond_while_submodules_ao`."""
+    if not any(n.target in CONTROL_FLOW for n in graph.graph.nodes if n.op == "call_function"):
+        return []
+    from executorch.backends.arm.quantizer.arm_quantizer import get_cond_while_submodules_ao
+
+    found = get_cond_while_submodules_ao(graph, apply_quantization=True)
+    return [(name, module) for name, module, _ in found]
 
 
 def prepared_fingerprint(prepared: torch.fx.GraphModule) -> str:
@@ -142,14 +177,11 @@ class QuantizedStore:
             return self._load(entry, key, reused, case)
 
     def _build(self, built: BuiltCase, prepared: torch.fx.GraphModule, entry: Path) -> None:
-        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
-
         def calibrate_and_convert() -> torch.fx.GraphModule:
             with torch.no_grad():
                 for sample in built.calibration_or_default():
                     prepared(*fresh(sample))
-            converted: torch.fx.GraphModule = convert_pt2e(prepared)
-            return converted
+            return convert(prepared)
 
         converted = exporter_step("PT2E calibration", built.case.name, calibrate_and_convert)
         program = export_program(built, converted)
@@ -163,7 +195,11 @@ class QuantizedStore:
         self.root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f".{entry.name[:12]}-", dir=self.root))
         try:
-            torch.export.save(program, workdir / "program.pt2")
+            exporter_step(
+                "saving the quantized program",
+                built.case.name,
+                lambda: torch.export.save(program, workdir / "program.pt2"),
+            )
             np.savez(workdir / "reference.npz", **{f"out{i}": a for i, a in enumerate(reference)})
             meta = {
                 "format": FORMAT,

@@ -270,3 +270,27 @@ def test_a_delegate_without_its_dump_is_lowered_again_and_proven(tmp_path: Path)
     summary = keep_delegate("tiny", module, empty, tmp_path / "delegate_0", spec, set())
     assert summary.npu_cycles > 0
     assert (tmp_path / "delegate_0" / TOSA_FILE).stat().st_size > 0
+
+
+
+class Branches(nn.Module):
+    """torch.cond with a convolution in each branch. The U55 (no TOSA cf extension) keeps the
+    cond on the CPU and delegates inside each branch; the U85 takes the cond whole."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.left = nn.Conv2d(4, 4, 1)
+        self.right = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda t: self.left(t) + t, lambda t: self.right(t), [x])
+
+
+def test_delegates_inside_control_flow_branches_run_on_the_u55_stand_in(
+    session: Session,
+) -> None:
+    case = hil.Case("tiny_cond", lambda: seeded(Branches), hil.seeded((1, 4, 4, 4)))
+    result = session.check(case, "u55-ref")
+    result.raise_for_failures()
+    assert result.to_record()["partition"]["delegates"] >= 2  # one a branch
+    assert "TOSA reference model (delegate_" in result.log  # the taken branch's, only
