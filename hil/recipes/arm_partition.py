@@ -25,7 +25,7 @@ from hil.artifacts.partition import Fallback, PartitionReport
 from hil.capture import captured_output
 from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
 from hil.ethos_u.macs import graph_macs, op_name
-from hil.recipes.host_program import delegate_calls, is_delegate_call
+from hil.recipes.host_program import delegate_calls, is_delegate_call, lowered_module_of
 from hil.recipes.lowering import exporter_step
 from hil.recipes.stages import brief, failing_stage
 
@@ -57,7 +57,7 @@ def lowered_modules(edge_program: Any) -> list[Any]:
     """The LoweredBackendModule of each delegate call, in host_program.delegate_calls' order
     (control-flow submodules' delegates after the top-level graph's)."""
     return [
-        getattr(module, node.args[0].target)
+        lowered_module_of(module, node)
         for module, node in delegate_calls(edge_program.graph_module)
     ]
 

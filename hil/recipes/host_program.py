@@ -73,6 +73,12 @@ def delegate_calls(
                 yield module, node
 
 
+def lowered_module_of(graph_module: torch.fx.GraphModule, node: torch.fx.Node) -> Any:
+    """The LoweredBackendModule a delegate call names (its first argument, a get_attr)."""
+    holder: Any = node.args[0]
+    return getattr(graph_module, str(holder.target))
+
+
 def tensor_spec(value: Any) -> TensorSpec:
     return TensorSpec(
         tuple(int(d) for d in value.shape),
@@ -92,7 +98,7 @@ def host_program(edge_program: Any, name_of: Callable[[int, Any], str]) -> Any:
     graph_module = program.graph_module
     graph = graph_module.graph
     for index, (holder_module, node) in enumerate(list(delegate_calls(graph_module))):
-        _stand_in(holder_module, node, name_of(index, getattr(holder_module, node.args[0].target)))
+        _stand_in(holder_module, node, name_of(index, lowered_module_of(holder_module, node)))
     for module in graph_module.modules():
         if isinstance(module, torch.fx.GraphModule):
             for node in module.graph.nodes:
@@ -123,7 +129,7 @@ def _plain_op(node: torch.fx.Node) -> None:
 def _stand_in(graph_module: torch.fx.GraphModule, node: torch.fx.Node, name: str) -> None:
     """One delegate call as `hil::tosa_delegate(name, outputs, inputs)`; its lowered module,
     left without users, leaves the graph module."""
-    holder = node.args[0]
+    holder: Any = node.args[0]
     outputs = encode_outputs([tensor_spec(v) for v in node.meta["val"]])
     graph = graph_module.graph
     with graph.inserting_before(node):

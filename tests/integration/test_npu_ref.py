@@ -272,7 +272,6 @@ def test_a_delegate_without_its_dump_is_lowered_again_and_proven(tmp_path: Path)
     assert (tmp_path / "delegate_0" / TOSA_FILE).stat().st_size > 0
 
 
-
 class Branches(nn.Module):
     """torch.cond with a convolution in each branch. The U55 (no TOSA cf extension) keeps the
     cond on the CPU and delegates inside each branch; the U85 takes the cond whole."""
