@@ -76,7 +76,22 @@ def prepare(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
     # check_guards=False: torch 2.13 otherwise inserts a _guards_fn call that the
     # quantizer annotations and the Arm passes do not expect.
     graph = torch.export.export(built.module, built.inputs).module(check_guards=False)
-    return prepare_with_branches(graph, quantizer)
+    if has_control_flow(graph) and quantizes_branches(quantizer):
+        return prepare_with_branches(graph, quantizer)
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+
+    prepared: torch.fx.GraphModule = prepare_pt2e(graph, quantizer)
+    return prepared
+
+
+def quantizes_branches(quantizer: Any) -> bool:
+    """Whether ExecuTorch's own flow for this quantizer quantizes control-flow branches: the
+    Arm backends' (TOSAQuantizer and its Ethos-U and VGF kinds) do; XNNPACK's and Cortex-M's
+    prepare the top-level graph only (measured: their lowering of quantized branches is off by
+    up to 95 steps on cortex-m55-ref)."""
+    from executorch.backends.arm.quantizer import TOSAQuantizer
+
+    return isinstance(quantizer, TOSAQuantizer)
 
 
 def prepare_with_branches(graph: torch.fx.GraphModule, quantizer: Any) -> torch.fx.GraphModule:
@@ -86,14 +101,23 @@ def prepare_with_branches(graph: torch.fx.GraphModule, quantizer: Any) -> torch.
     prepared: torch.fx.GraphModule = prepare_pt2e(graph, quantizer)
     for name, branch in control_flow_branches(prepared):
         prepared.set_submodule(name, prepare_with_branches(branch, quantizer), strict=True)
+    setattr(prepared, BRANCHES_PREPARED, True)
     return prepared
 
 
+BRANCHES_PREPARED = "_hil_branches_prepared"  # convert() converts the branches it was given
+
+
 def convert(prepared: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """PT2E convert of a calibrated model, its control-flow branches each on its own."""
+    """PT2E convert of a calibrated model; branches prepare_with_branches prepared, each on
+    its own."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
 
-    branches = [(name, convert(branch)) for name, branch in control_flow_branches(prepared)]
+    branches = (
+        [(name, convert(branch)) for name, branch in control_flow_branches(prepared)]
+        if getattr(prepared, BRANCHES_PREPARED, False)
+        else []
+    )
     converted: torch.fx.GraphModule = convert_pt2e(prepared)
     for name, branch in branches:
         converted.set_submodule(name, branch, strict=True)
@@ -103,13 +127,17 @@ def convert(prepared: torch.fx.GraphModule) -> torch.fx.GraphModule:
 CONTROL_FLOW = (torch.ops.higher_order.cond, torch.ops.higher_order.while_loop)
 
 
+def has_control_flow(graph: torch.fx.GraphModule) -> bool:
+    return any(n.target in CONTROL_FLOW for n in graph.graph.nodes if n.op == "call_function")
+
+
 def control_flow_branches(graph: torch.fx.GraphModule) -> list[tuple[str, torch.fx.GraphModule]]:
     """The submodules PT2E prepare and convert leave alone: torch.cond's two branches and
     while_loop's condition (torchao handles a while_loop's body itself). Without them, an Arm
     partitioner finds their operators unquantized and leaves the loop on the CPU, which
     ExecuTorch cannot serialize (measured on ExecuTorch's test_while, u85-ref). ExecuTorch's
     TOSAQuantizer names them with `get_cond_while_submodules_ao`."""
-    if not any(n.target in CONTROL_FLOW for n in graph.graph.nodes if n.op == "call_function"):
+    if not has_control_flow(graph):
         return []
     from executorch.backends.arm.quantizer.arm_quantizer import get_cond_while_submodules_ao
 
