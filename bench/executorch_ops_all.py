@@ -138,6 +138,7 @@ def run_hil(
     parts: list[list[str]], work: Path, base: dict[str, str], label: str, targets: list[str]
 ) -> HilSide:
     plugin = [
+        *(["-p", "only_cases"] if base.get("HIL_BENCH_CASES") else []),
         "-p",
         "hil.executorch_ops",
         f"--hil-devices={REPO / 'devices'}",
@@ -204,6 +205,12 @@ def main() -> int:
         "u85-ref, u55-ref and vgf-emu)",
     )
     parser.add_argument(
+        "--their-passed-only",
+        action="store_true",
+        help="run only the cases their harness passed (what agreement counts), deselecting "
+        "the rest at collection",
+    )
+    parser.add_argument(
         "--report",
         type=Path,
         metavar="WORK",
@@ -239,6 +246,13 @@ def main() -> int:
         f"  their harness: {len(parts)} kept parts ({', '.join(days)}), "
         f"{Run('', 0, 0, theirs).counts()}"
     )
+    if args.their_passed_only:
+        theirs = {case: seen for case, seen in theirs.items() if seen[0] == "passed"}
+        listed = work / "their-passed.txt"
+        listed.write_text("\n".join(sorted(theirs)) + "\n")
+        base["HIL_BENCH_CASES"] = str(listed)
+        base["PYTHONPATH"] = os.pathsep.join([str(REPO / "bench"), str(REPO)])
+        print(f"  only the {len(theirs)} cases their harness passed")
     size = args.part_size or len(files)
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     if args.report is not None:
