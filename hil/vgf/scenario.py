@@ -104,6 +104,15 @@ def _fill(
     inputs: list[TensorSlot] = []
     outputs: list[TensorSlot] = []
     for resource in template.get("resources", []):
+        shader = resource.get("shader") or {}
+        if str(shader.get("src", "")).startswith("TEMPLATE_PATH"):
+            raise DeployError(
+                f"delegate {name}'s VGF runs a {shader.get('type', '')} shader it does not hold "
+                f"({shader['src']}): the operator was lowered to a custom shader that the VGF "
+                "names but does not contain, so no scenario can run it",
+                fix="judge this operator on another target (tosa-fp-ref runs its TOSA graph); "
+                "vgf-emu runs VGF files whose every shader is inside them",
+            )
         tensor = resource.get("tensor")
         if tensor is None:
             continue
