@@ -351,7 +351,7 @@ def vgf_rows(
     by_case: dict[str, list[tuple[str, str, str]]], theirs: dict[str, tuple[str, str]]
 ) -> None:
     rows = {
-        c: [r for r in runs if target_of(r[0]) == "vgf-emu"]
+        c: [r for r in runs if target_of(r[0]) in ("vgf-emu", "")]  # "": skipped before a target
         for c, runs in by_case.items()
         if "vgf" in c
     }
