@@ -274,6 +274,14 @@ class TosaRunner(TorchFunctionMode):
                 "a defect of the lowering (ExecuTorch's Arm backend) for this model, not of "
                 "the target; report it with the artifact (hil explore shows both sides)",
             ) from e
+        except HilError:
+            raise
+        except Exception as e:  # not the CPU part's: keep it apart from a CPU operator's refusal
+            raise TargetCrash(
+                f"TOSA reference model failed on delegate {delegate!r}: {type(e).__name__}: {e}",
+                fix="report it with the artifact: the reference model should answer every "
+                "graph with a status",
+            ) from e
         self.calls.append(delegate)
         if messages.strip():
             self.log.debug("reference model on %s: %s", delegate, messages.strip())

@@ -30,7 +30,7 @@ from hil.artifacts.store import Artifact
 from hil.call import fresh
 from hil.case import Inputs
 from hil.devices import TimingPolicy
-from hil.errors import DeployError, DeviceSpecError, HilError, TargetUnavailable
+from hil.errors import DeployError, DeviceSpecError, HilError, RunRefused, TargetUnavailable
 from hil.ethos_u.tosa_delegate import OP, TosaRunner
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import load_host_program
@@ -148,8 +148,17 @@ class TosaRefTarget(Target):
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         loaded = self._loaded[deployment.sha256]
         runner = TosaRunner(loaded.graphs)
-        with torch.no_grad(), runner:
-            result = loaded.module(*fresh(inputs))
+        try:
+            with torch.no_grad(), runner:
+                result = loaded.module(*fresh(inputs))
+        except (RuntimeError, ValueError, IndexError) as e:  # a CPU operator's own check
+            raise RunRefused(
+                f"an operator the program runs on the CPU refused its arguments: "
+                f"{type(e).__name__}: {str(e).strip()[:500]}",
+                fix="the program reads outside its inputs or takes a type or shape the "
+                "operator does not (PyTorch's kernel stands for the device's here): a device "
+                "would refuse or misread it too; give inputs the program is defined on",
+            ) from e
         missing = sorted(set(always_called(loaded)) - set(runner.calls))
         if missing:
             raise DeployError(

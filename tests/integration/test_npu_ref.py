@@ -293,3 +293,20 @@ def test_delegates_inside_control_flow_branches_run_on_the_u55_stand_in(
     result.raise_for_failures()
     assert result.to_record()["partition"]["delegates"] >= 2  # one a branch
     assert "TOSA reference model (delegate_" in result.log  # the taken branch's, only
+
+
+class ReadsPastItsInput(nn.Module):
+    """as_strided past the input's own elements: eager reads the larger storage it was given,
+    a program's CPU operator refuses (ExecuTorch's test_as_strided_copy, non_zero_offset)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.as_strided(x, (4, 4), (4, 1), 4) * 2
+
+
+def test_a_cpu_operator_refusing_its_arguments_is_the_programs_refusal(
+    session: Session,
+) -> None:
+    storage = torch.rand(20)
+    case = hil.Case("reads_past", ReadsPastItsInput, lambda: (storage[:16].view(4, 4),))
+    with pytest.raises(RunRefused, match="CPU refused its arguments"):
+        session.check(case, "tosa-fp-ref").raise_for_failures()
