@@ -22,8 +22,9 @@ STAGES = (
     ("/backends/arm/tosa/backend.py", "the TOSA lowering"),
     ("/backends/arm/operator_support/", "partitioning"),
     ("/backends/arm/tosa/partitioner.py", "partitioning"),
+    ("/backends/arm/vgf/", "the VGF model converter"),
 )
-UNKNOWN = "the Ethos-U lowering"
+UNKNOWN = "the Arm lowering"  # every Arm recipe (ethos-u, tosa-fp, vgf) reaches here
 
 
 def failing_stage(error: BaseException) -> str:

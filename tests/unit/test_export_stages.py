@@ -42,4 +42,4 @@ def test_an_error_inside_vela_is_vela() -> None:
 
 
 def test_an_error_outside_every_known_stage_says_the_lowering() -> None:
-    assert failing_stage(ValueError("x")) == "the Ethos-U lowering"
+    assert failing_stage(ValueError("x")) == "the Arm lowering"
