@@ -61,6 +61,22 @@ def always_called(loaded: LoadedProgram) -> list[str]:
     return [str(n.args[0]) for n in graph.nodes if n.op == "call_function" and n.target is OP]
 
 
+def run_host_program(module: Any, runner: TosaRunner, inputs: Inputs) -> Any:
+    """The host program on the inputs, its delegates answered by `runner`; a CPU operator
+    refusing its arguments is the program's refusal (RunRefused), never a raw error."""
+    try:
+        with torch.no_grad(), runner:
+            return module(*fresh(inputs))
+    except (RuntimeError, ValueError, IndexError) as e:  # a CPU operator's own check
+        raise RunRefused(
+            f"an operator the program runs on the CPU refused its arguments: "
+            f"{type(e).__name__}: {str(e).strip()[:500]}",
+            fix="the program reads outside its inputs or takes a type or shape the "
+            "operator does not (PyTorch's kernel stands for the device's here): a device "
+            "would refuse or misread it too; give inputs the program is defined on",
+        ) from e
+
+
 class TosaRefTarget(Target):
     """Numerics from the TOSA reference model; no timing (no device is behind it)."""
 
@@ -148,17 +164,7 @@ class TosaRefTarget(Target):
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         loaded = self._loaded[deployment.sha256]
         runner = TosaRunner(loaded.graphs)
-        try:
-            with torch.no_grad(), runner:
-                result = loaded.module(*fresh(inputs))
-        except (RuntimeError, ValueError, IndexError) as e:  # a CPU operator's own check
-            raise RunRefused(
-                f"an operator the program runs on the CPU refused its arguments: "
-                f"{type(e).__name__}: {str(e).strip()[:500]}",
-                fix="the program reads outside its inputs or takes a type or shape the "
-                "operator does not (PyTorch's kernel stands for the device's here): a device "
-                "would refuse or misread it too; give inputs the program is defined on",
-            ) from e
+        result = run_host_program(loaded.module, runner, inputs)
         missing = sorted(set(always_called(loaded)) - set(runner.calls))
         if missing:
             raise DeployError(

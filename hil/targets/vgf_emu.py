@@ -33,7 +33,6 @@ import torch
 
 from hil.arrays import to_array
 from hil.artifacts.store import Artifact
-from hil.call import fresh
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, RunRefused, TargetCrash, TargetUnavailable
@@ -47,7 +46,7 @@ from hil.ethos_u.tosa_delegate import (
 )
 from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Deployment, RunResult
-from hil.targets.tosa_ref import LoadedProgram, TosaRefTarget
+from hil.targets.tosa_ref import LoadedProgram, TosaRefTarget, always_called, run_host_program
 from hil.vgf import environment
 from hil.vgf.client import LOAD_TIMEOUT_S, VgfWorker
 from hil.vgf.scenario import ScenarioFiles, write_scenario
@@ -265,9 +264,8 @@ class VgfEmuTarget(TosaRefTarget):
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         program = self._programs[deployment.sha256]
         runner = VgfRunner(program, self._running_worker())
-        with torch.no_grad(), runner:
-            result = program.loaded.module(*fresh(inputs))
-        missing = sorted(set(program.scenarios) - set(runner.calls))
+        result = run_host_program(program.loaded.module, runner, inputs)
+        missing = sorted(set(always_called(program.loaded)) - set(runner.calls))
         if missing:
             raise DeployError(
                 f"the program never called VGF delegate(s) {', '.join(missing)}",
