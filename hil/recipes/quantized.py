@@ -87,8 +87,7 @@ def prepare(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
 def quantizes_branches(quantizer: Any) -> bool:
     """Whether ExecuTorch's own flow for this quantizer quantizes control-flow branches: the
     Arm backends' (TOSAQuantizer and its Ethos-U and VGF kinds) do; XNNPACK's and Cortex-M's
-    prepare the top-level graph only (measured: their lowering of quantized branches is off by
-    up to 95 steps on cortex-m55-ref)."""
+    prepare the top-level graph only, and so does hil for them."""
     from executorch.backends.arm.quantizer import TOSAQuantizer
 
     return isinstance(quantizer, TOSAQuantizer)
