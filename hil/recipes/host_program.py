@@ -99,14 +99,12 @@ def host_program(edge_program: Any, name_of: Callable[[int, Any], str]) -> Any:
     graph = graph_module.graph
     for index, (holder_module, node) in enumerate(list(delegate_calls(graph_module))):
         _stand_in(holder_module, node, name_of(index, lowered_module_of(holder_module, node)))
-    for module in graph_module.modules():
+    for module in graph_module.modules():  # the top graph and its control-flow submodules
         if isinstance(module, torch.fx.GraphModule):
             for node in module.graph.nodes:
                 if node.op == "call_function":
                     _plain_op(node)
-            if module is not graph_module:
-                module.recompile()
-    graph_module.recompile()
+            module.recompile()
     return ExportedProgram(
         root=graph_module,
         graph=graph,

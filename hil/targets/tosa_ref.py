@@ -16,6 +16,7 @@ Counters: delegates, delegated_fraction, fallback_ops, pte_bytes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,15 +51,26 @@ class LoadedProgram:
     graphs: dict[str, bytes]
     counters: dict[str, float] = field(default_factory=dict)
 
+    @functools.cached_property
+    def always_called(self) -> frozenset[str]:
+        """The delegates every run must call: those of the top-level graph (one inside a
+        torch.cond branch runs only when its branch is taken); all of them when the module
+        has no graph to read. Read once a deployment, not once a run."""
+        graph = getattr(self.module, "graph", None)
+        if graph is None:
+            return frozenset(self.graphs)
+        return frozenset(
+            str(n.args[0]) for n in graph.nodes if n.op == "call_function" and n.target is OP
+        )
 
-def always_called(loaded: LoadedProgram) -> list[str]:
-    """The delegates every run must call: those of the top-level graph (one inside a
-    torch.cond branch runs only when its branch is taken); all of them when the module has
-    no graph to read."""
-    graph = getattr(loaded.module, "graph", None)
-    if graph is None:
-        return list(loaded.graphs)
-    return [str(n.args[0]) for n in graph.nodes if n.op == "call_function" and n.target is OP]
+    def require_called(self, calls: list[str], kind: str) -> None:
+        """DeployError unless a run called every delegate it must (`kind`: TOSA, VGF)."""
+        missing = sorted(self.always_called - set(calls))
+        if missing:
+            raise DeployError(
+                f"the program never called {kind} delegate(s) {', '.join(missing)}",
+                fix="the host program does not match the .pte; delete the cache entry",
+            )
 
 
 def run_host_program(module: Any, runner: TosaRunner, inputs: Inputs) -> Any:
@@ -165,12 +177,7 @@ class TosaRefTarget(Target):
         loaded = self._loaded[deployment.sha256]
         runner = TosaRunner(loaded.graphs)
         result = run_host_program(loaded.module, runner, inputs)
-        missing = sorted(set(always_called(loaded)) - set(runner.calls))
-        if missing:
-            raise DeployError(
-                f"the program never called TOSA delegate(s) {', '.join(missing)}",
-                fix="the host program does not match the .pte; delete the cache entry",
-            )
+        loaded.require_called(runner.calls, "TOSA")
         ran = (
             f"ran {len(runner.calls)} TOSA delegate(s) in the TOSA reference model "
             f"({', '.join(runner.calls) or 'none'}) and the rest on the host CPU"

@@ -46,7 +46,7 @@ from hil.ethos_u.tosa_delegate import (
 )
 from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Deployment, RunResult
-from hil.targets.tosa_ref import LoadedProgram, TosaRefTarget, always_called, run_host_program
+from hil.targets.tosa_ref import LoadedProgram, TosaRefTarget, run_host_program
 from hil.vgf import environment
 from hil.vgf.client import LOAD_TIMEOUT_S, VgfWorker
 from hil.vgf.scenario import ScenarioFiles, write_scenario
@@ -265,12 +265,7 @@ class VgfEmuTarget(TosaRefTarget):
         program = self._programs[deployment.sha256]
         runner = VgfRunner(program, self._running_worker())
         result = run_host_program(program.loaded.module, runner, inputs)
-        missing = sorted(set(always_called(program.loaded)) - set(runner.calls))
-        if missing:
-            raise DeployError(
-                f"the program never called VGF delegate(s) {', '.join(missing)}",
-                fix="the host program does not match the .pte; delete the cache entry",
-            )
+        program.loaded.require_called(runner.calls, "VGF")
         worst = max((a.max_abs for a in runner.agreement.values()), default=0.0)
         counters = {**program.loaded.counters, "vgf_tosa_max_abs": worst}
         ran = (
