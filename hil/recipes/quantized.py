@@ -43,7 +43,7 @@ from hil.artifacts.keys import key_of
 from hil.artifacts.parts import OutputSensitivity
 from hil.call import fresh
 from hil.case import BuiltCase
-from hil.errors import CacheError
+from hil.errors import CacheError, ExportError
 from hil.locks import file_lock
 from hil.recipes import rounding
 from hil.recipes.lowering import (
@@ -159,7 +159,8 @@ def prepared_fingerprint(prepared: torch.fx.GraphModule) -> str:
     return digest.hexdigest()
 
 
-CODE_MODULES = ("hil.recipes.quantized", "hil.recipes.lowering", "hil.call")
+# how hil calibrates, runs and measures the model: the sensitivity is stored in the entry too
+CODE_MODULES = ("hil.recipes.quantized", "hil.recipes.lowering", "hil.recipes.rounding", "hil.call")
 
 
 def store_key(built: BuiltCase, identity: Mapping[str, Any], prepared: torch.fx.GraphModule) -> str:
@@ -172,6 +173,29 @@ def store_key(built: BuiltCase, identity: Mapping[str, Any], prepared: torch.fx.
         "code": {m: module_source_digest(m) for m in CODE_MODULES},
     }
     return key_of(built, own, values=True)[0]
+
+
+def _save(built: BuiltCase, program: Any, converted: torch.fx.GraphModule, path: Path) -> None:
+    """Saves the quantized program. Where torch.export's default (non-strict) capture gives a
+    program it cannot serialize, the program is captured strictly, as ExecuTorch's own harness
+    always captures it: measured on their nested `torch.cond` rows (ExecuTorch 1.5.1), the
+    non-strict capture leaves a functional tensor as a constant inside the inner branch
+    ("getattr nodes containing tensors should not appear in the graph"), the strict one saves
+    and lowers."""
+    case = built.case.name
+    try:
+        exporter_step(
+            "saving the quantized program", case, lambda: torch.export.save(program, path)
+        )
+        return
+    except ExportError as e:
+        log.info("%s: the quantized program is captured again, strictly: %s", case, e)
+    strict = exporter_step(
+        "torch.export (strict)",
+        case,
+        lambda: torch.export.export(converted, built.inputs, strict=True),
+    )
+    exporter_step("saving the quantized program", case, lambda: torch.export.save(strict, path))
 
 
 class QuantizedStore:
@@ -222,11 +246,7 @@ class QuantizedStore:
         self.root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f".{entry.name[:12]}-", dir=self.root))
         try:
-            exporter_step(
-                "saving the quantized program",
-                built.case.name,
-                lambda: torch.export.save(program, workdir / "program.pt2"),
-            )
+            _save(built, program, converted, workdir / "program.pt2")
             np.savez(workdir / "reference.npz", **{f"out{i}": a for i, a in enumerate(reference)})
             meta = {
                 "format": FORMAT,

@@ -54,21 +54,41 @@ def runtime_quantizers(module: torch.fx.GraphModule) -> int:
     the quantizer left the whole model in float."""
     return sum(
         1
-        for node in module.graph.nodes
+        for graph in _graphs(module)
+        for node in graph.nodes
         if _is_quantizer(node)
         and not (isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "get_attr")
     )
 
 
-class _TieBreaker(torch.fx.Interpreter):
-    """Runs a converted PT2E graph with each activation quantizer's input nudged."""
+def _graphs(module: torch.fx.GraphModule) -> list[torch.fx.Graph]:
+    """The module's graph and those of its control-flow branches and loop bodies."""
+    return [m.graph for m in module.modules() if isinstance(m, torch.fx.GraphModule)]
 
-    def __init__(self, module: torch.fx.GraphModule, generator: torch.Generator) -> None:
+
+class _TieBreaker(torch.fx.Interpreter):
+    """Runs a converted PT2E graph with each activation quantizer's input nudged, inside
+    `torch.cond` branches and `while_loop` bodies too: those are submodules the graph calls
+    whole, and a quantizer there rounds on the device like any other."""
+
+    def __init__(
+        self,
+        module: torch.fx.GraphModule,
+        generator: torch.Generator,
+        model_inputs: Sequence[bool] | None = None,
+    ) -> None:
         super().__init__(module)
         self.generator = generator
         self.nudged = 0
+        # which placeholders carry the model's own inputs (all of them at the top level; in a
+        # branch, those its caller passed straight from a model input)
+        placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+        flags = model_inputs if model_inputs is not None else [True] * len(placeholders)
+        self.model_inputs = {n for n, flag in zip(placeholders, flags, strict=True) if flag}
 
     def run_node(self, node: torch.fx.Node) -> Any:
+        if node.op == "call_function" and node.target in _CONTROL_FLOW:
+            return self._control_flow(node)
         if not _is_quantizer(node):
             return super().run_node(node)
         args, kwargs = self.fetch_args_kwargs_from_env(node)
@@ -78,12 +98,48 @@ class _TieBreaker(torch.fx.Interpreter):
         if constant or not isinstance(value, torch.Tensor) or not value.is_floating_point():
             return getattr(self, node.op)(node.target, args, kwargs)
         step = _step(node, args, value)
-        at_input = isinstance(source, torch.fx.Node) and source.op == "placeholder"
-        size = INPUT_NUDGE if at_input else NUDGE
+        size = INPUT_NUDGE if source in self.model_inputs else NUDGE
         noise = torch.rand(value.shape, generator=self.generator, dtype=torch.float64)
         nudged = value.double() + (noise * 2.0 - 1.0) * size * step
         self.nudged += 1
         return getattr(self, node.op)(node.target, (nudged.to(value.dtype), *args[1:]), kwargs)
+
+    def _control_flow(self, node: torch.fx.Node) -> Any:
+        """Runs a cond's taken branch, or a while_loop's condition and body, through tie
+        breakers that share this one's noise."""
+        args, _ = self.fetch_args_kwargs_from_env(node)
+        if node.target is torch.ops.higher_order.cond:
+            pred, true_branch, false_branch, operands = args
+            branch = true_branch if bool(pred) else false_branch
+            return self._nested(branch, operands, node.args[3])
+        condition, body, carried, additional = args
+        carried_nodes, additional_nodes = node.args[2], node.args[3]
+        values = tuple(carried)
+        while _truth(
+            self._nested(condition, (*values, *additional), (*carried_nodes, *additional_nodes))
+        ):
+            values = tuple(
+                self._nested(body, (*values, *additional), (*carried_nodes, *additional_nodes))
+            )
+            carried_nodes = (None,) * len(values)  # after one pass, no longer a model input
+        return values
+
+    def _nested(self, module: torch.fx.GraphModule, operands: Sequence[Any], sources: Any) -> Any:
+        flags = [isinstance(s, torch.fx.Node) and s in self.model_inputs for s in sources]
+        inner = _TieBreaker(module, self.generator, flags)
+        result = inner.run(*operands)
+        self.nudged += inner.nudged
+        return result
+
+
+_CONTROL_FLOW = (torch.ops.higher_order.cond, torch.ops.higher_order.while_loop)
+
+
+def _truth(condition: Any) -> bool:
+    """A loop condition graph's answer, whether it returns the boolean tensor or a 1-tuple."""
+    if isinstance(condition, (tuple, list)):
+        (condition,) = condition
+    return bool(condition)
 
 
 def _step(node: torch.fx.Node, args: Sequence[Any], value: torch.Tensor) -> torch.Tensor:

@@ -295,6 +295,34 @@ def test_delegates_inside_control_flow_branches_run_on_the_u55_stand_in(
     assert "TOSA reference model (delegate_" in result.log  # the taken branch's, only
 
 
+class NestedBranches(nn.Module):
+    """A cond inside a cond's branch: torch.export's default capture of the quantized model
+    leaves a tensor constant in the inner branch that it cannot save (ExecuTorch 1.5.1's
+    test_nested_cond_conv1d_tosa_INT)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Conv1d(2, 4, 3, padding=1)
+        self.outer = nn.Conv1d(2, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def inner(t: torch.Tensor) -> torch.Tensor:
+            return torch.cond(t.mean() > 0.5, self.inner, lambda u: self.inner(u) * 2, [t])
+
+        return torch.cond(x.sum() > 0, inner, self.outer, [x])
+
+
+def test_a_quantized_program_the_default_capture_cannot_save_is_captured_strictly(
+    session: Session,
+) -> None:
+    case = hil.Case(
+        "tiny_nested_cond", lambda: seeded(NestedBranches), lambda: (torch.ones(1, 2, 8),)
+    )
+    result = session.check(case, "u85-ref")
+    result.raise_for_failures()
+    assert result.verdict == "PASS"
+
+
 class ReadsPastItsInput(nn.Module):
     """as_strided past the input's own elements: eager reads the larger storage it was given,
     a program's CPU operator refuses (ExecuTorch's test_as_strided_copy, non_zero_offset)."""

@@ -87,3 +87,47 @@ def test_outputs_without_a_step_have_no_sensitivity() -> None:
     reference = run_reference(module, x)
     assert rounding.sensitivity(module, x, reference, (None,)) == (None,)
     assert np.isfinite(reference[0]).all()
+
+
+def _requantized(x: torch.Tensor) -> torch.Tensor:
+    """x / 2 through an int8 quantizer of step 0.1: near-ties for x = 0.1, 0.3, 0.5, ..."""
+    import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401  (registers the ops)
+
+    ops = torch.ops.quantized_decomposed
+    q = ops.quantize_per_tensor(x * 0.5, 0.1, 0, -128, 127, torch.int8)
+    return ops.dequantize_per_tensor(q, 0.1, 0, -128, 127, torch.int8)
+
+
+class _QuantizedInABranch(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda x: _requantized(x), lambda x: x - 1.0, (x,))
+
+
+class _QuantizedInALoop(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch._higher_order_ops.while_loop import while_loop
+
+        def condition(i: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            return i < 1
+
+        def body(i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return i + 1, _requantized(x * 3.0)
+
+        _, out = while_loop(condition, body, (torch.zeros((), dtype=torch.int64), x))
+        return out
+
+
+@pytest.mark.parametrize("model", [_QuantizedInABranch(), _QuantizedInALoop()], ids=type)
+def test_quantizers_inside_control_flow_are_nudged_too(model: nn.Module) -> None:
+    """A cond branch or loop body is a submodule the graph calls whole: its quantizers round
+    on the device like the others, so their ties count in the sensitivity."""
+    x = (
+        torch.arange(1, 40, 2, dtype=torch.float32)
+        / (10.0 if isinstance(model, _QuantizedInABranch) else 30.0),
+    )
+    module = torch.export.export(model, x).module()
+    assert rounding.runtime_quantizers(module) == 1
+    reference = run_reference(module, x)
+    (moved,) = rounding.sensitivity(module, x, reference, (0.1,))
+    assert moved is not None and moved.runs == rounding.RUNS
+    assert moved.max_steps == 1.0 and moved.off_fraction > 0.2  # the near-ties flipped
