@@ -38,6 +38,8 @@ NUDGE = 0.02  # of a quantization step, inside the graph
 INPUT_NUDGE = 1e-5  # of a step, where a model input is quantized: float32 rounding of x / scale
 SEED = 20261201
 
+INPUT, CONSTANT, ACTIVATION = "input", "constant", "activation"
+
 _QUANTIZE = (
     "quantized_decomposed.quantize_per_tensor.default",
     "quantized_decomposed.quantize_per_tensor.tensor",
@@ -51,7 +53,8 @@ def _is_quantizer(node: torch.fx.Node) -> bool:
 
 def runtime_quantizers(module: torch.fx.GraphModule) -> int:
     """How many quantizers act on activations (not on constants folded at export): zero means
-    the quantizer left the whole model in float."""
+    the quantizer left the whole model in float. Branches and loop bodies count too (there, a
+    weight the branch receives as an operand is counted with them: only zero is read)."""
     return sum(
         1
         for graph in _graphs(module)
@@ -75,16 +78,17 @@ class _TieBreaker(torch.fx.Interpreter):
         self,
         module: torch.fx.GraphModule,
         generator: torch.Generator,
-        model_inputs: Sequence[bool] | None = None,
+        origins: Sequence[str] | None = None,
     ) -> None:
         super().__init__(module)
         self.generator = generator
         self.nudged = 0
-        # which placeholders carry the model's own inputs (all of them at the top level; in a
-        # branch, those its caller passed straight from a model input)
+        # what each placeholder carries: at the top level, the model's inputs; in a branch or
+        # loop body, what its caller passed (a model input, a constant such as a branch's
+        # weights, or an activation)
         placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
-        flags = model_inputs if model_inputs is not None else [True] * len(placeholders)
-        self.model_inputs = {n for n, flag in zip(placeholders, flags, strict=True) if flag}
+        kinds = origins if origins is not None else [INPUT] * len(placeholders)
+        self.origins = dict(zip(placeholders, kinds, strict=True))
 
     def run_node(self, node: torch.fx.Node) -> Any:
         if node.op == "call_function" and node.target in _CONTROL_FLOW:
@@ -94,15 +98,27 @@ class _TieBreaker(torch.fx.Interpreter):
         args, kwargs = self.fetch_args_kwargs_from_env(node)
         source = node.args[0]
         value = args[0]
-        constant = isinstance(source, torch.fx.Node) and source.op == "get_attr"
-        if constant or not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        origin = self.origin(source)
+        if (
+            origin == CONSTANT
+            or not isinstance(value, torch.Tensor)
+            or not value.is_floating_point()
+        ):
             return getattr(self, node.op)(node.target, args, kwargs)
         step = _step(node, args, value)
-        size = INPUT_NUDGE if source in self.model_inputs else NUDGE
+        size = INPUT_NUDGE if origin == INPUT else NUDGE
         noise = torch.rand(value.shape, generator=self.generator, dtype=torch.float64)
         nudged = value.double() + (noise * 2.0 - 1.0) * size * step
         self.nudged += 1
         return getattr(self, node.op)(node.target, (nudged.to(value.dtype), *args[1:]), kwargs)
+
+    def origin(self, source: Any) -> str:
+        """Whether a value the graph reads is a model input, a constant or an activation."""
+        if not isinstance(source, torch.fx.Node):
+            return ACTIVATION
+        if source.op == "get_attr":
+            return CONSTANT
+        return self.origins.get(source, ACTIVATION)
 
     def _control_flow(self, node: torch.fx.Node) -> Any:
         """Runs a cond's taken branch, or a while_loop's condition and body, through tie
@@ -121,12 +137,11 @@ class _TieBreaker(torch.fx.Interpreter):
             values = tuple(
                 self._nested(body, (*values, *additional), (*carried_nodes, *additional_nodes))
             )
-            carried_nodes = (None,) * len(values)  # after one pass, no longer a model input
+            carried_nodes = (None,) * len(values)  # after one pass, activations
         return values
 
     def _nested(self, module: torch.fx.GraphModule, operands: Sequence[Any], sources: Any) -> Any:
-        flags = [isinstance(s, torch.fx.Node) and s in self.model_inputs for s in sources]
-        inner = _TieBreaker(module, self.generator, flags)
+        inner = _TieBreaker(module, self.generator, [self.origin(s) for s in sources])
         result = inner.run(*operands)
         self.nudged += inner.nudged
         return result

@@ -89,13 +89,18 @@ def test_outputs_without_a_step_have_no_sensitivity() -> None:
     assert np.isfinite(reference[0]).all()
 
 
-def _requantized(x: torch.Tensor) -> torch.Tensor:
-    """x / 2 through an int8 quantizer of step 0.1: near-ties for x = 0.1, 0.3, 0.5, ..."""
+def _quantized(x: torch.Tensor) -> torch.Tensor:
+    """x through an int8 quantizer of step 0.1: near-ties for x = 0.05, 0.15, 0.25, ..."""
     import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401  (registers the ops)
 
     ops = torch.ops.quantized_decomposed
-    q = ops.quantize_per_tensor(x * 0.5, 0.1, 0, -128, 127, torch.int8)
+    q = ops.quantize_per_tensor(x, 0.1, 0, -128, 127, torch.int8)
     return ops.dequantize_per_tensor(q, 0.1, 0, -128, 127, torch.int8)
+
+
+def _requantized(x: torch.Tensor) -> torch.Tensor:
+    """x / 2 through the quantizer: near-ties for x = 0.1, 0.3, 0.5, ..."""
+    return _quantized(x * 0.5)
 
 
 class _QuantizedInABranch(nn.Module):
@@ -131,3 +136,24 @@ def test_quantizers_inside_control_flow_are_nudged_too(model: nn.Module) -> None
     (moved,) = rounding.sensitivity(module, x, reference, (0.1,))
     assert moved is not None and moved.runs == rounding.RUNS
     assert moved.max_steps == 1.0 and moved.off_fraction > 0.2  # the near-ties flipped
+
+
+class _WeightInABranch(nn.Module):
+    """A branch reading a parameter: torch.export passes it in as an operand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.arange(1, 40, 2, dtype=torch.float32) / 20.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(
+            x.sum() > 0, lambda x: x + _quantized(self.weight), lambda x: x - 1.0, (x,)
+        )
+
+
+def test_a_constant_a_branch_receives_is_not_nudged() -> None:
+    x = (torch.zeros(20) + 1.0,)
+    module = torch.export.export(_WeightInABranch(), x).module()
+    reference = run_reference(module, x)
+    (moved,) = rounding.sensitivity(module, x, reference, (0.1,))
+    assert moved is not None and moved.max_steps == 0.0  # the same integers on every device
