@@ -138,9 +138,46 @@ def run_reference_model(
     return list(outputs), str(status.name), messages[0] if messages else ""
 
 
+def _refusal(
+    delegate: str, error: ValueError, graph: bytes, arrays: Sequence[NDArray]
+) -> RunRefused:
+    """The reference model's refusal, told by what it is: inputs the graph does not declare,
+    or a graph whose declared inputs are exactly what the program passes, which its own
+    validation rejects (ExecuTorch 1.5.1's bfloat16 conv_transpose2d: "Invalid TOSA graph")."""
+    lowering = (
+        "a defect of the lowering (ExecuTorch's Arm backend) for this model, not of the target"
+    )
+    difference = input_difference(graph, arrays)
+    if difference:
+        return RunRefused(
+            f"TOSA reference model refused the inputs of delegate {delegate!r}: {error} "
+            f"({difference})",
+            fix=f"the program hands the delegate other tensors than its TOSA graph takes: "
+            f"{lowering}; report it with the artifact (hil explore shows both sides)",
+        )
+    return RunRefused(
+        f"TOSA reference model refused the graph of delegate {delegate!r}: {error} (the "
+        f"program passes exactly the inputs it declares: {declared_inputs(graph)})",
+        fix=f"the graph the lowering wrote fails the reference model's own validation: "
+        f"{lowering}, or a type the reference model does not run; report it with the "
+        "artifact (hil explore shows the graph)",
+    )
+
+
+def declared_inputs(graph: bytes) -> str:
+    from hil.artifacts.tosa_graph import parse_tosa
+
+    tosa = parse_tosa(graph)
+    return _shown([(tosa.shapes.get(n, ()), tosa.dtypes.get(n, "?")) for n in tosa.inputs])
+
+
+def _shown(items: Sequence[tuple[tuple[int, ...], str]]) -> str:
+    return ", ".join(f"{dtype}{list(shape)}" for shape, dtype in items) or "none"
+
+
 def input_difference(graph: bytes, arrays: Sequence[NDArray]) -> str:
     """What differs between the arrays handed to a delegate and the inputs its TOSA graph
-    declares: count, shapes, element types."""
+    declares: count, shapes, element types ("" when nothing does)."""
     from hil.artifacts.tosa_graph import parse_tosa
 
     try:
@@ -150,13 +187,10 @@ def input_difference(graph: bytes, arrays: Sequence[NDArray]) -> str:
     wanted = [(tosa.shapes.get(n, ()), tosa.dtypes.get(n, "?")) for n in tosa.inputs]
     given = [(tuple(a.shape), str(a.dtype)) for a in arrays]
 
-    def shown(items: list[tuple[tuple[int, ...], str]]) -> str:
-        return ", ".join(f"{dtype}{list(shape)}" for shape, dtype in items) or "none"
-
     if len(wanted) != len(given):
         said = (
-            f"the graph takes {len(wanted)} input(s) ({shown(wanted)}), the program "
-            f"passes {len(given)} ({shown(given)})"
+            f"the graph takes {len(wanted)} input(s) ({_shown(wanted)}), the program "
+            f"passes {len(given)} ({_shown(given)})"
         )
         if len(wanted) < len(given):  # ExecuTorch's EthosUBackend.cpp: outputs at args[n_in + i]
             said += (
@@ -172,9 +206,7 @@ def input_difference(graph: bytes, arrays: Sequence[NDArray]) -> str:
         )
         if tuple(w_shape) != tuple(g_shape) or not _same_type(w_dtype, g_dtype)
     ]
-    return "; ".join(differences) or (
-        f"count, shapes and types agree ({shown(wanted)}): the reference model refused the values"
-    )
+    return "; ".join(differences)
 
 
 def _same_type(tosa: str, numpy: str) -> bool:
@@ -266,14 +298,8 @@ class TosaRunner(TorchFunctionMode):
         arrays = [to_tosa_layout(t) for t in inputs]
         try:
             results, status, messages = self.run_graph(self.graphs[delegate], arrays)
-        except ValueError as e:  # the reference model refuses inputs it cannot bind
-            raise RunRefused(
-                f"TOSA reference model refused the inputs of delegate {delegate!r}: {e} "
-                f"({input_difference(self.graphs[delegate], arrays)})",
-                fix="the program hands the delegate other tensors than its TOSA graph takes: "
-                "a defect of the lowering (ExecuTorch's Arm backend) for this model, not of "
-                "the target; report it with the artifact (hil explore shows both sides)",
-            ) from e
+        except ValueError as e:  # the reference model refuses inputs or a graph it cannot bind
+            raise _refusal(delegate, e, self.graphs[delegate], arrays) from e
         except HilError:
             raise
         except Exception as e:  # not the CPU part's: keep it apart from a CPU operator's refusal

@@ -106,3 +106,46 @@ def test_a_graph_the_reference_model_rejects_is_a_crash_with_the_status() -> Non
 def test_an_unknown_delegate_is_named() -> None:
     with pytest.raises(TargetStateError, match="delegate_7"), TosaRunner({}):
         OP("delegate_7", encode_outputs([SPEC]), [torch.zeros(1, dtype=torch.int8)])
+
+
+def _declaring(shape: tuple[int, ...], dtype: str) -> Any:
+    """parse_tosa of a graph that declares one input of `shape` and TOSA type `dtype`."""
+    from pathlib import Path
+
+    from hil.artifacts.tosa_graph import TosaGraph
+
+    def parse(data: bytes, path: Path = Path("<memory>")) -> TosaGraph:
+        return TosaGraph(path, "main", (), ("in0",), ("out0",), {"in0": shape}, {"in0": dtype})
+
+    return parse
+
+
+def refusing(error: str) -> Any:
+    def run(graph: bytes, inputs: list[np.ndarray[Any, Any]]) -> Any:
+        raise ValueError(error)
+
+    return run
+
+
+def test_inputs_the_graph_does_not_declare_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hil.artifacts.tosa_graph.parse_tosa", _declaring((1, 4), "INT8"))
+    runner = TosaRunner({"delegate_0": b"graph"}, refusing("Invalid inputs"))
+    with pytest.raises(RunRefused) as caught, runner:
+        OP("delegate_0", encode_outputs([SPEC]), [torch.zeros(1, 2, dtype=torch.int8)])
+    assert "input 0: graph INT8[1, 4], passed int8[1, 2]" in str(caught.value)
+    assert "other tensors than its TOSA graph takes" in caught.value.fix
+
+
+def test_a_graph_refused_with_the_inputs_it_declares_is_said_to_be_the_graph(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing differs between what the program passes and what the graph declares: the
+    reference model's validation rejects the graph itself, and the fix must not say inputs."""
+    monkeypatch.setattr("hil.artifacts.tosa_graph.parse_tosa", _declaring((1, 2), "INT8"))
+    runner = TosaRunner({"delegate_0": b"graph"}, refusing("Invalid TOSA graph"))
+    with pytest.raises(RunRefused) as caught, runner:
+        OP("delegate_0", encode_outputs([SPEC]), [torch.zeros(1, 2, dtype=torch.int8)])
+    assert "refused the graph of delegate 'delegate_0': Invalid TOSA graph" in str(caught.value)
+    assert "exactly the inputs it declares: INT8[1, 2]" in str(caught.value)
+    assert "fails the reference model's own validation" in caught.value.fix
+    assert "other tensors" not in caught.value.fix
