@@ -118,7 +118,7 @@ class _TieBreaker(torch.fx.Interpreter):
             return ACTIVATION
         if source.op == "get_attr":
             return CONSTANT
-        return self.origins.get(source, ACTIVATION)
+        return str(self.origins.get(source, ACTIVATION))
 
     def _control_flow(self, node: torch.fx.Node) -> Any:
         """Runs a cond's taken branch, or a while_loop's condition and body, through tie
@@ -129,15 +129,16 @@ class _TieBreaker(torch.fx.Interpreter):
             branch = true_branch if bool(pred) else false_branch
             return self._nested(branch, operands, node.args[3])
         condition, body, carried, additional = args
-        carried_nodes, additional_nodes = node.args[2], node.args[3]
+        carried_sources: tuple[Any, ...] = tuple(node.args[2])  # type: ignore[arg-type]
+        additional_sources: tuple[Any, ...] = tuple(node.args[3])  # type: ignore[arg-type]
         values = tuple(carried)
         while _truth(
-            self._nested(condition, (*values, *additional), (*carried_nodes, *additional_nodes))
+            self._nested(condition, (*values, *additional), (*carried_sources, *additional_sources))
         ):
             values = tuple(
-                self._nested(body, (*values, *additional), (*carried_nodes, *additional_nodes))
+                self._nested(body, (*values, *additional), (*carried_sources, *additional_sources))
             )
-            carried_nodes = (None,) * len(values)  # after one pass, activations
+            carried_sources = (None,) * len(values)  # after one pass, activations
         return values
 
     def _nested(self, module: torch.fx.GraphModule, operands: Sequence[Any], sources: Any) -> Any:
