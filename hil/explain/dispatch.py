@@ -56,7 +56,8 @@ def explain_check(
             found = explain_program(built, artifact, recipe, workdir, target=target, device=device)
             return found, "" if found else NOTHING_PAIRED
     except HilError as e:
-        return None, f"first divergent operator not found: {e.message}"
+        fix = f" ({e.fix})" if e.fix else ""
+        return None, f"first divergent operator not found: {e.message}{fix}"
     except Exception as e:  # a bug in an explainer must not cost the verdict it explains
         log.exception("explaining %s failed", built.case.name)
         return None, f"first divergent operator not found: {type(e).__name__}: {e}"

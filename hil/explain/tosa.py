@@ -64,7 +64,7 @@ from hil.explain.quantized_values import (
 )
 from hil.explain.tosa_isolate import run_isolated
 from hil.explain.tosa_layout import Layout, move
-from hil.explain.tosa_origins import check_same_graph, debug_blocks, origins
+from hil.explain.tosa_origins import DEBUG_MODE_ONLY, check_same_graph, debug_blocks, origins
 from hil.explain.tosa_run import DelegateRun, delegate_graph, run_keeping_tensors
 
 log = logging.getLogger("hil.explain.tosa")
@@ -134,7 +134,7 @@ def isolated_and_chained(
         raise ExplainError(
             f"lowering the quantized model again gave {len(debug)} delegate(s), the artifact "
             f"has {len(graphs)}",
-            fix="re-export the case",
+            fix=DEBUG_MODE_ONLY.format(what="partitions it differently"),
         )
     runs = run_keeping_tensors(built, artifact, graphs)
     limit = _limit(artifact)

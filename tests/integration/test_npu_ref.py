@@ -21,6 +21,7 @@ from hil.errors import (
     DeployError,
     ExportError,
     MissingKernel,
+    OutputMismatch,
     PartitionMismatch,
     RunRefused,
 )
@@ -338,3 +339,23 @@ def test_a_cpu_operator_refusing_its_arguments_is_the_programs_refusal(
     case = hil.Case("reads_past", ReadsPastItsInput, lambda: (storage[:16].view(4, 4),))
     with pytest.raises(RunRefused, match="CPU refused its arguments"):
         session.check(case, "tosa-fp-ref").raise_for_failures()
+
+
+class VarianceOfAll(nn.Module):
+    """var over every dimension: a 0-d result, which ExecuTorch 1.5.1's Arm lowering declares
+    as shape [1] in the .pte (test_var's no_dim rows)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.var()
+
+
+def test_an_output_shape_not_the_models_fails_and_says_why_origins_are_missing(
+    session: Session,
+) -> None:
+    case = hil.Case("tiny_var_all", VarianceOfAll, hil.seeded((1, 4, 4)))
+    with pytest.raises(OutputMismatch) as caught:
+        session.check(case, "u85-ref").raise_for_failures()
+    text = str(caught.value)
+    assert "output 0 has shape (1,), eager PyTorch ()" in text
+    # its TOSA debug mode cannot lower the model: the fix must not be "re-export"
+    assert "exporting again gives the same" in text
