@@ -27,6 +27,7 @@ from typing import Any
 from hil.recipes import (
     export_speedup,
     fx_compile_cache,
+    histogram_search,
     load_speedup,
     pass_placeholder,
     provenance_sharing,
@@ -60,6 +61,7 @@ def parts() -> tuple[Part, ...]:
         pass_placeholder.PART,
         fx_compile_cache.PART,
         load_speedup.PART,
+        histogram_search.PART,
     )
 
 

@@ -1,0 +1,50 @@
+"""HistogramObserver's range search on Python floats: the same ranges as torchao's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from hil.recipes import histogram_search
+
+SAMPLES: dict[str, Callable[[int], torch.Tensor]] = {
+    "normal": torch.randn,
+    "uniform": torch.rand,
+    "heavy tails": lambda n: torch.randn(n) ** 3,
+    "log-normal": lambda n: torch.exp(torch.randn(n) * 2),
+    "constant": torch.ones,
+    "few values": lambda n: torch.randint(0, 5, (n,)).float(),
+    "one outlier": lambda n: torch.cat([torch.randn(n), torch.tensor([1e4])]),
+    "tiny negatives": lambda n: -torch.rand(n) * 1e-5,
+    "ramp": lambda n: torch.linspace(-16, 16, n),
+}
+CONFIGS = {
+    "int8 symmetric": (torch.qint8, torch.per_tensor_symmetric),
+    "uint8 affine": (torch.quint8, torch.per_tensor_affine),
+    "int32 symmetric": (torch.qint32, torch.per_tensor_symmetric),
+}
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=list(CONFIGS))
+@pytest.mark.parametrize("sample", SAMPLES.values(), ids=list(SAMPLES))
+def test_the_range_is_torchaos_to_the_bit(
+    sample: Callable[[int], torch.Tensor], config: tuple[torch.dtype, torch.qscheme]
+) -> None:
+    from torchao.quantization.pt2e.observer import HistogramObserver
+
+    shipped = histogram_search.search_with_floats.__dict__.get(
+        "__wrapped__", HistogramObserver._non_linear_param_search
+    )
+    torch.manual_seed(0)
+    for size in (5, 1000, 20000):
+        observer = HistogramObserver(dtype=config[0], qscheme=config[1])
+        for _ in range(3):
+            observer(sample(size))
+        theirs = shipped(observer)
+        ours = histogram_search.search_with_floats.__get__(observer)()
+        assert all(
+            torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+            for a, b in zip(theirs, ours, strict=True)
+        )
