@@ -48,3 +48,21 @@ def test_the_range_is_torchaos_to_the_bit(
             torch.equal(torch.as_tensor(a), torch.as_tensor(b))
             for a, b in zip(theirs, ours, strict=True)
         )
+
+
+def test_a_histogram_of_another_dtype_takes_torchaos_own_path() -> None:
+    """The float32 rounding of the bounds holds for float32 sums only."""
+    from torchao.quantization.pt2e.observer import HistogramObserver
+
+    torch.manual_seed(0)
+    observer = HistogramObserver()
+    observer(torch.randn(1000))
+    observer.histogram = observer.histogram.double()
+    shipped = histogram_search.search_with_floats.__dict__.get(
+        "__wrapped__", HistogramObserver._non_linear_param_search
+    )
+    ours = histogram_search.search_with_floats.__get__(observer)()
+    assert all(
+        torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+        for a, b in zip(shipped(observer), ours, strict=True)
+    )
