@@ -87,10 +87,9 @@ def _search_with_floats() -> None:
     observer._non_linear_param_search = search_with_floats
 
 
-PATCH = Patch(applies, _search_with_floats)
 PART = Part(
     "histogram-search",
     lambda: (_observer()._non_linear_param_search,),
     "776a7c18f3299c308441ea7b0c764b4095342152753603e6c62aba1595d5217c",
-    PATCH,
+    Patch(applies, _search_with_floats),
 )
