@@ -167,8 +167,12 @@ def _refusal(
 def declared_inputs(graph: bytes) -> str:
     from hil.artifacts.tosa_graph import parse_tosa
 
-    tosa = parse_tosa(graph)
-    return _shown([(tosa.shapes.get(n, ()), tosa.dtypes.get(n, "?")) for n in tosa.inputs])
+    return _shown(_declared(parse_tosa(graph)))
+
+
+def _declared(tosa: Any) -> list[tuple[tuple[int, ...], str]]:
+    """(shape, TOSA element type) of each input a graph declares."""
+    return [(tosa.shapes.get(n, ()), tosa.dtypes.get(n, "?")) for n in tosa.inputs]
 
 
 def _shown(items: Sequence[tuple[tuple[int, ...], str]]) -> str:
@@ -184,7 +188,7 @@ def input_difference(graph: bytes, arrays: Sequence[NDArray]) -> str:
         tosa = parse_tosa(graph)
     except HilError as e:
         return f"its TOSA graph cannot be read: {e.message}"
-    wanted = [(tosa.shapes.get(n, ()), tosa.dtypes.get(n, "?")) for n in tosa.inputs]
+    wanted = _declared(tosa)
     given = [(tuple(a.shape), str(a.dtype)) for a in arrays]
 
     if len(wanted) != len(given):

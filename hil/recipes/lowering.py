@@ -60,11 +60,17 @@ def exporter_step(step: str, case: str, action: Callable[[], T]) -> T:
         ) from e
 
 
-def export_program(built: BuiltCase, module: torch.nn.Module | None = None) -> Any:
-    """torch.export of the case's module (or of a quantized stand-in for it)."""
+def export_program(
+    built: BuiltCase, module: torch.nn.Module | None = None, strict: bool = False
+) -> Any:
+    """torch.export of the case's module (or of a quantized stand-in for it); `strict`
+    captures it with TorchDynamo, as ExecuTorch's own test harness does."""
     target = module if module is not None else built.module
+    step = "torch.export (strict)" if strict else "torch.export"
     return exporter_step(
-        "torch.export", built.case.name, lambda: torch.export.export(target, built.inputs)
+        step,
+        built.case.name,
+        lambda: torch.export.export(target, built.inputs, strict=strict),
     )
 
 

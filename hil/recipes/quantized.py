@@ -190,11 +190,7 @@ def _save(built: BuiltCase, program: Any, converted: torch.fx.GraphModule, path:
         return
     except ExportError as e:
         log.info("%s: the quantized program is captured again, strictly: %s", case, e)
-    strict = exporter_step(
-        "torch.export (strict)",
-        case,
-        lambda: torch.export.export(converted, built.inputs, strict=True),
-    )
+    strict = export_program(built, converted, strict=True)
     exporter_step("saving the quantized program", case, lambda: torch.export.save(strict, path))
 
 

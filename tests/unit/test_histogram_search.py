@@ -27,6 +27,21 @@ CONFIGS = {
 }
 
 
+def ours_is_torchaos(observer: object) -> bool:
+    """Our search gives torchao's own range, bit for bit (torchao's whether or not the part is
+    in place in this process)."""
+    from torchao.quantization.pt2e.observer import HistogramObserver
+
+    torchaos = histogram_search.search_with_floats.__dict__.get(
+        "__wrapped__", HistogramObserver._non_linear_param_search
+    )
+    ours = histogram_search.search_with_floats.__get__(observer)()
+    return all(
+        torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+        for a, b in zip(torchaos(observer), ours, strict=True)
+    )
+
+
 @pytest.mark.parametrize("config", CONFIGS.values(), ids=list(CONFIGS))
 @pytest.mark.parametrize("sample", SAMPLES.values(), ids=list(SAMPLES))
 def test_the_range_is_torchaos_to_the_bit(
@@ -34,20 +49,12 @@ def test_the_range_is_torchaos_to_the_bit(
 ) -> None:
     from torchao.quantization.pt2e.observer import HistogramObserver
 
-    shipped = histogram_search.search_with_floats.__dict__.get(
-        "__wrapped__", HistogramObserver._non_linear_param_search
-    )
     torch.manual_seed(0)
     for size in (5, 1000, 20000):
         observer = HistogramObserver(dtype=config[0], qscheme=config[1])
         for _ in range(3):
             observer(sample(size))
-        theirs = shipped(observer)
-        ours = histogram_search.search_with_floats.__get__(observer)()
-        assert all(
-            torch.equal(torch.as_tensor(a), torch.as_tensor(b))
-            for a, b in zip(theirs, ours, strict=True)
-        )
+        assert ours_is_torchaos(observer)
 
 
 def test_a_histogram_of_another_dtype_takes_torchaos_own_path() -> None:
@@ -58,11 +65,4 @@ def test_a_histogram_of_another_dtype_takes_torchaos_own_path() -> None:
     observer = HistogramObserver()
     observer(torch.randn(1000))
     observer.histogram = observer.histogram.double()
-    shipped = histogram_search.search_with_floats.__dict__.get(
-        "__wrapped__", HistogramObserver._non_linear_param_search
-    )
-    ours = histogram_search.search_with_floats.__get__(observer)()
-    assert all(
-        torch.equal(torch.as_tensor(a), torch.as_tensor(b))
-        for a, b in zip(shipped(observer), ours, strict=True)
-    )
+    assert ours_is_torchaos(observer)
