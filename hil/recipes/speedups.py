@@ -28,6 +28,7 @@ from hil.recipes import (
     export_speedup,
     fx_compile_cache,
     histogram_search,
+    idle_decompositions,
     load_speedup,
     pass_placeholder,
     provenance_sharing,
@@ -62,6 +63,7 @@ def parts() -> tuple[Part, ...]:
         fx_compile_cache.PART,
         load_speedup.PART,
         histogram_search.PART,
+        idle_decompositions.PART,
     )
 
 

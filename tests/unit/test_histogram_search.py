@@ -32,10 +32,10 @@ def ours_is_torchaos(observer: object) -> bool:
     in place in this process)."""
     from torchao.quantization.pt2e.observer import HistogramObserver
 
-    torchaos = histogram_search.search_with_floats.__dict__.get(
+    torchaos = histogram_search.range_search.__dict__.get(
         "__wrapped__", HistogramObserver._non_linear_param_search
     )
-    ours = histogram_search.search_with_floats.__get__(observer)()
+    ours = histogram_search.range_search.__get__(observer)()
     return all(
         torch.equal(torch.as_tensor(a), torch.as_tensor(b))
         for a, b in zip(torchaos(observer), ours, strict=True)

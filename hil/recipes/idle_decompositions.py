@@ -1,0 +1,106 @@
+"""A decomposition pass of ExecuTorch's lowering that has nothing to decompose is not run.
+
+`to_edge_transform_and_lower` decomposes each program three times for a partitioner that checks
+operator support (the Arm partitioners do): once with no table, which functionalizes the
+graph; once with the core-ATen table less the ops the partitioner keeps; once more with the
+whole table, after the kept ops are renamed out of its way. Each pass retraces the whole
+program, about 0.1 s on a one-operator graph: the three were about 30 % of a tiny int8
+Ethos-U export here (cProfile, 2026-12).
+
+On ExecuTorch's operator tests the graph left by the first pass usually holds no operator
+either table would decompose. A retrace of a functional graph that decomposes nothing gives
+the same graph back, so the second and third passes change nothing there; ExecuTorch's own
+lowering already skips its second pass on that condition for partitioners that do not check
+support (`contains_any_call_fn_target_op`). This part applies the same condition to the
+passes of the checking path, and only to a program one of the same lowering's passes made
+(the first, functionalizing pass always runs). tests/integration/test_pristine_export.py
+compares the programs' bytes with and without it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from typing import Any
+
+from hil.recipes.patch_once import Part, Patch
+
+# The programs the current edge generation's passes made: only those are known functional.
+_made: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "hil_decomposed_programs", default=None
+)
+
+
+def _program_module() -> Any:
+    from executorch.exir.program import _program
+
+    return _program
+
+
+def _exported_program() -> Any:
+    from torch.export.exported_program import ExportedProgram
+
+    return ExportedProgram
+
+
+def _generation(generate: Callable[..., Any]) -> Callable[..., Any]:
+    def generate_noting_passes(*args: Any, **kwargs: Any) -> Any:
+        token = _made.set([])
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            _made.reset(token)
+
+    generate_noting_passes.__wrapped__ = generate  # type: ignore[attr-defined]
+    return generate_noting_passes
+
+
+def _decompositions(run: Callable[..., Any]) -> Callable[..., Any]:
+    from executorch.exir.graph_module import contains_any_call_fn_target_op
+
+    def run_unless_idle(self: Any, decomp_table: Any = None, *args: Any, **kwargs: Any) -> Any:
+        made = _made.get()
+        if made is None:
+            return run(self, decomp_table, *args, **kwargs)
+        if (
+            decomp_table
+            and not args
+            and not kwargs
+            and any(program is self for program in made)
+            and not contains_any_call_fn_target_op(self.graph_module, decomp_table)
+        ):
+            return self
+        program = run(self, decomp_table, *args, **kwargs)
+        made.append(program)
+        return program
+
+    run_unless_idle.__wrapped__ = run  # type: ignore[attr-defined]
+    return run_unless_idle
+
+
+def applies() -> bool:
+    from executorch.exir import graph_module
+
+    return hasattr(_program_module(), "_gen_edge_manager_for_partitioners") and hasattr(
+        graph_module, "contains_any_call_fn_target_op"
+    )
+
+
+def _skip_idle_passes() -> None:
+    program = _program_module()
+    program._gen_edge_manager_for_partitioners = _generation(
+        program._gen_edge_manager_for_partitioners
+    )
+    exported = _exported_program()
+    exported.run_decompositions = _decompositions(exported.run_decompositions)
+
+
+PART = Part(
+    "idle-decompositions",
+    lambda: (
+        _program_module()._gen_edge_manager_for_partitioners,
+        _exported_program().run_decompositions,
+    ),
+    "3f596001250119ef8c26066f9a585408385cea5f230d302b4ad661235740388b",
+    Patch(applies, _skip_idle_passes),
+)

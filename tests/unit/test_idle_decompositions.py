@@ -1,0 +1,102 @@
+"""A decomposition pass with nothing to decompose is skipped, one with something is run, and
+the program is the same bytes either way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from hil.recipes import idle_decompositions, speedups
+
+
+class Sigmoid(nn.Module):
+    """Nothing the tables decompose once functionalized (TOSA keeps sigmoid)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x) * 2.0
+
+
+class Hardswish(nn.Module):
+    """An operator the core-ATen table decomposes that the TOSA partitioner does not keep."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.hardswish(x) + torch.logit(x.clamp(0.1, 0.9))
+
+
+@pytest.fixture(scope="module")
+def installed() -> None:
+    assert "idle-decompositions" in speedups.install(), "ExecuTorch is not the one measured"
+
+
+@pytest.fixture
+def shipped_runs(installed: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The tables the shipped `run_decompositions` is called with, while the part is in place."""
+    from torch.export.exported_program import ExportedProgram
+
+    tables: list[Any] = []
+    shipped = ExportedProgram.run_decompositions.__wrapped__
+
+    def counting(self: Any, table: Any = None, *args: Any, **kwargs: Any) -> Any:
+        tables.append(table)
+        return shipped(self, table, *args, **kwargs)
+
+    monkeypatch.setattr(
+        ExportedProgram, "run_decompositions", idle_decompositions._decompositions(counting)
+    )
+    yield tables
+
+
+def lowered(model: nn.Module) -> bytes:
+    from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec
+    from executorch.backends.arm.tosa.partitioner import TOSAPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    program = torch.export.export(model, (torch.rand(2, 5),))
+    partitioner = TOSAPartitioner(TosaCompileSpec("TOSA-1.0+FP"))
+    return bytes(
+        to_edge_transform_and_lower(program, partitioner=[partitioner]).to_executorch().buffer
+    )
+
+
+def as_shipped(model: nn.Module, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """The program with ExecuTorch's lowering as shipped (the part taken out for the call)."""
+    from executorch.exir.program import _program
+    from torch.export.exported_program import ExportedProgram
+
+    with monkeypatch.context() as m:
+        m.setattr(
+            _program,
+            "_gen_edge_manager_for_partitioners",
+            _program._gen_edge_manager_for_partitioners.__wrapped__,
+        )
+        m.setattr(
+            ExportedProgram, "run_decompositions", ExportedProgram.run_decompositions.__wrapped__
+        )
+        return lowered(model)
+
+
+def test_passes_with_nothing_to_decompose_are_skipped_and_the_program_is_the_same(
+    shipped_runs: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = lowered(Sigmoid())
+    assert len(shipped_runs) == 1 and not shipped_runs[0], "only the functionalizing pass runs"
+    assert program == as_shipped(Sigmoid(), monkeypatch)
+
+
+def test_a_pass_with_something_to_decompose_runs(
+    shipped_runs: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = lowered(Hardswish())
+    assert len(shipped_runs) >= 2 and shipped_runs[1], "the decomposing pass ran"
+    assert program == as_shipped(Hardswish(), monkeypatch)
+
+
+def test_outside_a_lowering_every_call_runs(shipped_runs: list[Any]) -> None:
+    """torch.export users outside ExecuTorch's edge generation get torch's own behaviour."""
+    program = torch.export.export(Sigmoid(), (torch.rand(2, 5),)).run_decompositions({})
+    program.run_decompositions()
+    assert len(shipped_runs) == 2
