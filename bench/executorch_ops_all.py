@@ -21,7 +21,10 @@ Printed, from one run:
 * their VGF rows on vgf-emu apart: judged, skipped by reason, failed with causes;
 * time, start-up apart: per case hil judged, their harness's own per-case seconds on those same
   cases (pytest's times in their junit) against hil's cold run; hil's warm run whole (goal under
-  10 minutes on 2 cores) and cold per case over theirs (goal under 0.2).
+  10 minutes on 2 cores) and cold per case over theirs (goal under 0.2). Their seconds are their
+  kept runs' unless --their-now, which runs their harness on the same cases in this invocation,
+  before hil's runs and alone on the machine (their kept runs were made with several parts at
+  once, so their seconds there are slower than a run alone: 0.713 of them on four files).
 
 Their harness runs without an FVP and without their Vulkan executor_runner here: its Ethos-U
 cases and its VGF cases that would run compile and then fail for want of those (their expected
@@ -43,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from npu_vs_executorch import REPO, Run, junit_outcomes, junit_seconds, ops_folder, pytest_run
-from their_harness import KEPT, all_files, claim, kept_parts, run_part, save
+from their_harness import KEPT, SELECTION, all_files, claim, kept_parts, run_part, save
 
 TARGETS = ("u55-ref", "u85-ref", "host", "tosa-fp-ref", "vgf-emu")
 RECIPES = (
@@ -165,6 +168,20 @@ def run_hil(
     return side
 
 
+def run_theirs_now(parts: list[list[str]], work: Path, base: dict[str, str]) -> dict[str, float]:
+    """Their harness on the same cases as hil's runs (the listed ones with --their-passed-only),
+    in this invocation: pytest's seconds per case. Nothing is kept."""
+    listed = bool(base.get("HIL_BENCH_CASES"))  # their listed cases, whatever their names
+    select = ["-p", "only_cases"] if listed else ["-k", SELECTION]
+    seconds: dict[str, float] = {}
+    for n, part in enumerate(parts):
+        paths = [str(ops_folder() / f"{f}.py") for f in part]
+        label = f"theirs now part {n}"
+        pytest_run(label, [*select, *paths], work, base, with_hil=False)
+        seconds.update(junit_seconds(work / f"{label.replace(' ', '_')}.xml"))
+    return seconds
+
+
 def read_hil(work: Path, label: str) -> HilSide | None:
     """A finished run's side from its work folder (junit files and records); its wall times
     are not in the folder, so they read as 0 (times are reported by the run itself)."""
@@ -209,6 +226,12 @@ def main() -> int:
         action="store_true",
         help="run only the cases their harness passed (what agreement counts), deselecting "
         "the rest at collection",
+    )
+    parser.add_argument(
+        "--their-now",
+        action="store_true",
+        help="time their harness in this invocation on the same cases (not kept), before hil's "
+        "runs: the cold ratio's same-day side",
     )
     parser.add_argument(
         "--report",
@@ -256,6 +279,13 @@ def main() -> int:
         print(f"  only the {len(theirs)} cases their harness passed")
     size = args.part_size or len(files)
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
+    if args.their_now:
+        if args.report is None:
+            their_seconds = run_theirs_now(chunks, work, base)
+        else:
+            their_seconds = {}
+            for report_file in sorted(work.glob("theirs_now_part_*.xml")):
+                their_seconds.update(junit_seconds(report_file))
     if args.report is not None:
         cold, warm = read_hil(work, "cold"), read_hil(work, "warm")
     else:
@@ -384,8 +414,8 @@ def times(
     warm: HilSide | None,
     checks: Counter[str],
 ) -> None:
-    cases = max(len(judged & set(theirs)), 1)
-    t_theirs = sum(their_seconds.get(c, 0.0) for c in judged) / cases
+    timed = judged & set(theirs) & set(their_seconds)  # a case their run did not time is left out
+    t_theirs = sum(their_seconds[c] for c in timed) / max(len(timed), 1)
     t_cold = max(cold.seconds - cold.start_up, 0.0) / max(len(judged), 1)
     n_checks = sum(n for o, n in checks.items() if o != "skipped") or 1
     print(
@@ -393,7 +423,10 @@ def times(
         f"{t_cold:.2f} s a judged case, {max(cold.seconds - cold.start_up, 0) / n_checks:.2f} "
         f"s a check ({n_checks} checks)"
     )
-    print(f"their harness on the cases hil judged: {t_theirs:.2f} s a case (pytest's own times)")
+    print(
+        f"their harness on the cases hil judged: {t_theirs:.2f} s a case (pytest's own times, "
+        f"{len(timed)} cases)"
+    )
     ratio = t_cold / t_theirs if t_theirs else float("nan")
     print(f"goal: cold per case over theirs {ratio:.2f} (goal < 0.2)")
     if warm is not None:
