@@ -50,19 +50,21 @@ def shipped_runs(installed: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
     yield tables
 
 
-def lowered(model: nn.Module) -> bytes:
+def lowered(model: nn.Module, spec: str = "TOSA-1.0+FP") -> bytes:
     from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec
     from executorch.backends.arm.tosa.partitioner import TOSAPartitioner
     from executorch.exir import to_edge_transform_and_lower
 
     program = torch.export.export(model, (torch.rand(2, 5),))
-    partitioner = TOSAPartitioner(TosaCompileSpec("TOSA-1.0+FP"))
+    partitioner = TOSAPartitioner(TosaCompileSpec(spec))
     return bytes(
         to_edge_transform_and_lower(program, partitioner=[partitioner]).to_executorch().buffer
     )
 
 
-def as_shipped(model: nn.Module, monkeypatch: pytest.MonkeyPatch) -> bytes:
+def as_shipped(
+    model: nn.Module, monkeypatch: pytest.MonkeyPatch, spec: str = "TOSA-1.0+FP"
+) -> bytes:
     """The program with ExecuTorch's lowering as shipped (the part taken out for the call)."""
     from executorch.exir.program import _program
     from torch.export.exported_program import ExportedProgram
@@ -76,7 +78,7 @@ def as_shipped(model: nn.Module, monkeypatch: pytest.MonkeyPatch) -> bytes:
         m.setattr(
             ExportedProgram, "run_decompositions", ExportedProgram.run_decompositions.__wrapped__
         )
-        return lowered(model)
+        return lowered(model, spec)
 
 
 def test_passes_with_nothing_to_decompose_are_skipped_and_the_program_is_the_same(
@@ -100,3 +102,24 @@ def test_outside_a_lowering_every_call_runs(shipped_runs: list[Any]) -> None:
     program = torch.export.export(Sigmoid(), (torch.rand(2, 5),)).run_decompositions({})
     program.run_decompositions()
     assert len(shipped_runs) == 2
+
+
+class Doubling(nn.Module):
+    """A while_loop: its program needs every decomposition pass to be delegated."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
+        def below(value: torch.Tensor) -> torch.Tensor:
+            return value.sum() < 40.0
+
+        def double(value: torch.Tensor) -> tuple[torch.Tensor]:
+            return (value + value,)
+
+        return torch.ops.higher_order.while_loop(below, double, (x,), ())  # type: ignore[no-any-return]
+
+
+def test_a_program_with_control_flow_runs_every_pass(
+    shipped_runs: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = lowered(Doubling(), "TOSA-1.0+FP+cf")
+    assert len(shipped_runs) == 3
+    assert program == as_shipped(Doubling(), monkeypatch, "TOSA-1.0+FP+cf")
