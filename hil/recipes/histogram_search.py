@@ -4,7 +4,7 @@ PT2E's HistogramObserver picks each activation's range by walking its 2,048-bin 
 steps of 1e-5 of its mass, up to 100,000 steps an observer, comparing cumulative-sum bins with
 a bound at each step. torchao indexes the cumulative sum as a tensor for each comparison: 38 ms
 an observer and a tenth of a tiny int8 export's time here (cProfile of ExecuTorch's test_sub
-on u85-ref, 2026-12). Read out as Python floats the walk still took 22 ms an observer, 8 % of
+on u85-ref, 2026-12). Read out as Python floats the walk still took 22 ms an observer, 4 % of
 a cold run of their operator tests (cProfile, 2026-12-05).
 
 Almost every step changes nothing: the range moves only when a bound crosses a bin. The walk

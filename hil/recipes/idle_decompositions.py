@@ -8,17 +8,20 @@ program, about 0.1 s on a one-operator graph: the three were about 30 % of a tin
 Ethos-U export here (cProfile, 2026-12).
 
 On ExecuTorch's operator tests the graph left by the first pass usually holds no operator
-either table would decompose (their passed cases of eight files, cold on two cores: 145 s with
-every pass, 126 s without the idle ones, every .pte the same). A retrace of a functional graph
-that decomposes nothing gives the same graph back, so those passes change nothing; ExecuTorch's own
-lowering already skips its second pass on that condition for partitioners that do not check
-support (`contains_any_call_fn_target_op`). This part applies the same condition to the
-passes of the checking path, and only to a program one of the same lowering's passes made
-(the first, functionalizing pass always runs) and that calls no higher-order operator: a
-`while_loop` program needs every pass (measured on their `test_while` rows: without the idle
-passes the loop is not delegated and the program cannot be serialized), so a program with
-control flow of any kind runs them all. tests/integration/test_pristine_export.py compares the
-programs' bytes with and without the part.
+either table would decompose, and retracing a graph without control flow that decomposes
+nothing gives the same graph back. ExecuTorch's own lowering already skips its second pass on
+that condition for partitioners that do not check support (`contains_any_call_fn_target_op`).
+This part applies the same condition to the passes of the checking path, only to a program one
+of the same lowering's passes made (the first, functionalizing pass always runs), and only
+where the program calls no higher-order operator: a `while_loop` program needs every pass
+(their `test_while` rows: without the idle passes the loop is not delegated and the program
+cannot be serialized), so control flow of any kind runs them all.
+
+Measured on their passed cases of eight operator-test files, cold on two cores: 145 s with
+every pass, 126 s without the idle ones; on their whole folder all 4,066 programs hil makes
+are byte-identical with and without the part. tests/integration/test_pristine_export.py
+compares a program per recipe on every `make test`, and tests/unit/test_idle_decompositions.py
+that the skip happens, that a pass with work runs, and that a loop runs every pass.
 """
 
 from __future__ import annotations
