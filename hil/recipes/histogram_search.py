@@ -21,13 +21,18 @@ would compute, and asks torchao's quantization error exactly where torchao asks 
   walk's end: both found by binary search too.
 
 The ranges are torchao's to the bit (tests/unit/test_histogram_search.py), and the
-pristine-export test compares the programs' bytes.
+pristine-export test compares the programs' bytes. Per observer (2026-12-05): a histogram of a
+few distinct values (ones, a ramp, small integers: common in their tests) 62 ms in torchao,
+21 ms walked on floats, 0.27 ms here; a broad one (activations of a convolution) 2.0, 0.82
+and 0.95 ms.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -77,16 +82,20 @@ def range_search(self: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _walk(observer: Any, cumulative: Array, total: float) -> tuple[int, int]:
     alphas, betas = _bounds()
-    lows = (alphas * total).astype(np.float32)
-    highs = (betas * total).astype(np.float32)
-    falling_highs = -highs  # ascending, for binary search
+
+    def low(step: int) -> np.float32:
+        return np.float32(alphas[step] * total)
+
+    def high(step: int) -> np.float32:
+        return np.float32(betas[step] * total)
+
     a = b = 0  # steps taken by the lower and the upper bound
     start_bin, end_bin = 0, observer.bins - 1
     norm_min: Any = float("inf")
     while alphas[a] < betas[b]:
-        left = int(np.searchsorted(cumulative, lows[a + 1], "left"))
+        left = int(np.searchsorted(cumulative, low(a + 1), "left"))
         left = min(max(start_bin, left), end_bin)
-        right = int(np.searchsorted(cumulative, highs[b + 1], "right")) - 1
+        right = int(np.searchsorted(cumulative, high(b + 1), "right")) - 1
         right = max(start_bin, min(end_bin, right))
         next_start_bin, next_end_bin = start_bin, end_bin
         if (left - start_bin) > (end_bin - right):
@@ -97,7 +106,7 @@ def _walk(observer: Any, cumulative: Array, total: float) -> tuple[int, int]:
             b += 1
         if next_start_bin == start_bin and next_end_bin == end_bin:
             end_sum = cumulative[end_bin] if end_bin > start_bin else None
-            b = _next_move(a, b, end_sum, falling_highs)
+            b = _next_move(a, b, end_sum, high)
             continue
         norm = observer._compute_quantization_error(next_start_bin, next_end_bin)
         if norm > norm_min:
@@ -107,14 +116,15 @@ def _walk(observer: Any, cumulative: Array, total: float) -> tuple[int, int]:
     return start_bin, end_bin
 
 
-def _next_move(a: int, b: int, end_sum: Any, falling_highs: Array) -> int:
+def _next_move(a: int, b: int, end_sum: Any, high: Callable[[int], np.float32]) -> int:
     """The upper bound's step count at the next step that moves an end or ends the walk (from
     `b` on): the first at which the upper fraction meets the lower one, or whose next bound
-    falls below the end bin's sum (`end_sum`; None when the ends meet and cannot move)."""
+    (`high`, non-increasing) falls below the end bin's sum (`end_sum`; None when the ends meet
+    and cannot move). Bounds are computed where the search looks, not for every step."""
     meets = int(np.searchsorted(_falling_betas(), -_bounds()[0][a], "left"))
     moves = meets
     if end_sum is not None:
-        moves = int(np.searchsorted(falling_highs, -end_sum, "right")) - 1
+        moves = bisect.bisect_right(range(STEPS), -end_sum, lo=b, key=lambda k: -high(k)) - 1
     return max(b, min(meets, moves))
 
 
