@@ -24,7 +24,7 @@ Printed, from one run:
   10 minutes on 2 cores) and cold per case over theirs (goal under 0.2). Their seconds are their
   kept runs' unless --their-now, which runs their harness on the same cases in this invocation,
   before hil's runs and alone on the machine (their kept runs were made with several parts at
-  once, so their seconds there are slower than a run alone: 0.713 of them on four files).
+  once, so their seconds there are slower than a run alone: 0.71 to 0.84 of them on three samples).
 
 Their harness runs without an FVP and without their Vulkan executor_runner here: its Ethos-U
 cases and its VGF cases that would run compile and then fail for want of those (their expected
