@@ -60,12 +60,6 @@ def _bounds() -> tuple[Array, Array]:
     return np.fromiter(alphas, np.float64, STEPS), np.fromiter(betas, np.float64, STEPS)
 
 
-@functools.cache
-def _falling_betas() -> Array:
-    """The upper fractions negated: ascending, for binary search."""
-    return -_bounds()[1]
-
-
 def range_search(self: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """torchao's `_non_linear_param_search`, walked from one change of range to the next."""
     if self.histogram.dtype != torch.float32:
@@ -121,7 +115,8 @@ def _next_move(a: int, b: int, end_sum: Any, high: Callable[[int], np.float32]) 
     `b` on): the first at which the upper fraction meets the lower one, or whose next bound
     (`high`, non-increasing) falls below the end bin's sum (`end_sum`; None when the ends meet
     and cannot move). Bounds are computed where the search looks, not for every step."""
-    meets = int(np.searchsorted(_falling_betas(), -_bounds()[0][a], "left"))
+    alphas, betas = _bounds()
+    meets = bisect.bisect_left(range(STEPS), -alphas[a], lo=b, key=lambda k: -betas[k])
     moves = meets
     if end_sum is not None:
         moves = bisect.bisect_right(range(STEPS), -end_sum, lo=b, key=lambda k: -high(k)) - 1
