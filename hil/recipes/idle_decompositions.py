@@ -69,12 +69,13 @@ def _decompositions(run: Callable[..., Any]) -> Callable[..., Any]:
         made = _made.get()
         if made is None:
             return run(self, decomp_table, *args, **kwargs)
+        table = None if decomp_table is None else _as_materialized(decomp_table)
         if (
-            decomp_table
+            table
             and not args
             and not kwargs
             and any(program is self for program in made)
-            and not contains_any_call_fn_target_op(self.graph_module, decomp_table)
+            and not contains_any_call_fn_target_op(self.graph_module, table)
             and not _calls_higher_order_ops(self.graph_module)
         ):
             return self
@@ -86,6 +87,39 @@ def _decompositions(run: Callable[..., Any]) -> Callable[..., Any]:
     return run_unless_idle
 
 
+def _as_materialized(table: Any) -> Any:
+    """The table's membership as torch's `CustomDecompTable` answers it once materialized, without
+    materializing it (about 4 ms a table) where the answer is already known (a plain dict as is)."""
+    from torch.export.decomp_utils import CustomDecompTable
+
+    return _Materialized(table) if isinstance(table, CustomDecompTable) else table
+
+
+class _Materialized:
+    """Materializing adds to the table's own dict only the composite operators outside ATen that
+    the caller has not removed (`CustomDecompTable.materialize`), so an operator already in the
+    dict is in, and an ATen one or one removed is out; only another one needs the whole table."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table.decomp_table) or len(self.table)
+
+    def __contains__(self, op: Any) -> bool:
+        import torch
+        from torch._export.utils import _is_aten_op
+
+        own = self.table.decomp_table
+        if op in own:
+            return True
+        if not isinstance(op, torch._ops.OpOverload):
+            return False  # materializing adds operator overloads only
+        if self.table.has_materialized or _is_aten_op(op) or op in self.table.deleted_custom_ops:
+            return False
+        return op in self.table
+
+
 def _calls_higher_order_ops(graph_module: Any) -> bool:
     """Whether the graph calls a higher-order operator (`cond`, `while_loop`, `map`, ...)."""
     from torch._ops import HigherOrderOperator
@@ -93,6 +127,19 @@ def _calls_higher_order_ops(graph_module: Any) -> bool:
     return any(
         node.op == "call_function" and isinstance(node.target, HigherOrderOperator)
         for node in graph_module.graph.nodes
+    )
+
+
+def _custom_table_membership() -> tuple[Any, ...]:
+    """The code `_Materialized` answers for: what materializing adds, and how the table counts."""
+    from torch.export.decomp_utils import CustomDecompTable
+
+    return (
+        CustomDecompTable.__init__,
+        CustomDecompTable.materialize,
+        CustomDecompTable.__contains__,
+        CustomDecompTable.__len__,
+        CustomDecompTable.pop,
     )
 
 
@@ -118,7 +165,8 @@ PART = Part(
     lambda: (
         _program_module()._gen_edge_manager_for_partitioners,
         _exported_program().run_decompositions,
+        *_custom_table_membership(),
     ),
-    "3f596001250119ef8c26066f9a585408385cea5f230d302b4ad661235740388b",
+    "fead8cd9564c768c1d953e4179fb54bf33eb7b2606dce8ff0b074a60619f2dc8",
     Patch(applies, _skip_idle_passes),
 )

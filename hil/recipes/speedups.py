@@ -29,6 +29,7 @@ from hil.recipes import (
     fx_compile_cache,
     histogram_search,
     idle_decompositions,
+    idle_edge_passes,
     load_speedup,
     pass_placeholder,
     provenance_sharing,
@@ -64,6 +65,7 @@ def parts() -> tuple[Part, ...]:
         load_speedup.PART,
         histogram_search.PART,
         idle_decompositions.PART,
+        idle_edge_passes.PART,
     )
 
 

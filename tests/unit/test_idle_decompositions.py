@@ -123,3 +123,45 @@ def test_a_program_with_control_flow_runs_every_pass(
     program = lowered(Doubling(), "TOSA-1.0+FP+cf")
     assert len(shipped_runs) == 3
     assert program == as_shipped(Doubling(), monkeypatch, "TOSA-1.0+FP+cf")
+
+
+def test_table_membership_is_the_materialized_tables_without_materializing_it() -> None:
+    """The skip's check answers as the materialized table would, for every operator torch
+    knows as composite and for the operators of a quantized graph, and leaves the table as it
+    was where the answer was known."""
+    import operator
+
+    from executorch.exir.tracer import _default_decomposition_table
+    from torch._export.utils import _collect_all_valid_cia_ops
+
+    def table() -> Any:
+        fresh = _default_decomposition_table()
+        for op in (torch.ops.aten.hardswish.default, torch.ops.aten.linear.default):
+            fresh.pop(op, None)  # kept by a partitioner
+        return fresh
+
+    ops = [
+        *_collect_all_valid_cia_ops(),
+        torch.ops.aten.hardswish.default,
+        torch.ops.aten.linear.default,
+        torch.ops.aten.sigmoid.default,
+        torch.ops.aten.native_layer_norm.default,
+        torch.ops.quantized_decomposed.quantize_per_tensor.default,
+        torch.ops.quantized_decomposed.dequantize_per_channel.default,
+        operator.getitem,
+    ]
+    materialized = table()
+    answers = {op: op in materialized for op in ops}
+    assert materialized.has_materialized
+    lazy = table()
+    view = idle_decompositions._as_materialized(lazy)
+    assert bool(view) and not lazy.has_materialized
+    known = [  # ATen's, the quantizer's that ExecuTorch removes, and what is no operator
+        op
+        for op in ops
+        if getattr(op, "namespace", "aten") == "aten" or op in lazy.deleted_custom_ops
+    ]
+    assert torch.ops.quantized_decomposed.dequantize_per_channel.default in known
+    assert {op: op in view for op in known} == {op: answers[op] for op in known}
+    assert not lazy.has_materialized, "known answers must not materialize the table"
+    assert {op: op in view for op in ops} == answers
