@@ -169,8 +169,10 @@ def _needs(name: str, pass_type: Any) -> Callable[[list[Any]], bool]:
     if name == "RemoveMixedTypeOperators":
         mixed = _mixed_type_ops()
         return lambda calls: any(n.target in mixed for n in calls)
-    targets = pass_type._target_ops  # LegalizePortableDimOrderPass
-    return lambda calls: any(n.target in targets for n in calls)
+    if name == "LegalizePortableDimOrderPass":
+        targets = pass_type._target_ops
+        return lambda calls: any(n.target in targets for n in calls)
+    raise ValueError(f"no guard written for {name}")
 
 
 def _guarded(run: Callable[..., Any], needs: Callable[[list[Any]], bool]) -> Callable[..., Any]:
