@@ -7,8 +7,10 @@
 
 Their side is bench/their_harness.py's kept runs (`.hil/bench/theirs/`, built up in parts
 over several runs, each part's junit and wall time kept): files it has not run yet are run
-first, in parts, unless --no-their-runs. hil's side runs here, cold then warm, in one pytest
-run each (or in parts of --part-size files, one cache for all).
+first, in parts, unless --no-their-runs. Without vgf-emu among --targets their VGF rows are left
+out of their runs and of the count (they are judged only there): half of their time. hil's side
+runs here, cold then warm, in one pytest run each (or in parts of --part-size files, one cache
+for all).
 
 Printed, from one run:
 * every collected case of theirs and what hil did with it: judged (on which targets) or skipped,
@@ -46,7 +48,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from npu_vs_executorch import REPO, Run, junit_outcomes, junit_seconds, ops_folder, pytest_run
-from their_harness import KEPT, SELECTION, all_files, claim, kept_parts, run_part, save
+from their_harness import (
+    KEPT,
+    SELECTION,
+    WITHOUT_VGF,
+    all_files,
+    claim,
+    covers,
+    kept_parts,
+    run_part,
+    save,
+)
 
 TARGETS = ("u55-ref", "u85-ref", "host", "tosa-fp-ref", "vgf-emu")
 RECIPES = (
@@ -168,11 +180,13 @@ def run_hil(
     return side
 
 
-def run_theirs_now(parts: list[list[str]], work: Path, base: dict[str, str]) -> dict[str, float]:
+def run_theirs_now(
+    parts: list[list[str]], work: Path, base: dict[str, str], selection: str
+) -> dict[str, float]:
     """Their harness on the same cases as hil's runs (the listed ones with --their-passed-only),
     in this invocation: pytest's seconds per case. Nothing is kept."""
     listed = bool(base.get("HIL_BENCH_CASES"))  # their listed cases, whatever their names
-    select = ["-p", "only_cases"] if listed else ["-k", SELECTION]
+    select = ["-p", "only_cases"] if listed else ["-k", selection]
     seconds: dict[str, float] = {}
     for n, part in enumerate(parts):
         paths = [str(ops_folder() / f"{f}.py") for f in part]
@@ -249,21 +263,27 @@ def main() -> int:
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
     print(f"ExecuTorch's Arm op tests: {len(files)} files; hil on {', '.join(args.targets)}")
-    kept = {f for p in kept_parts() for f in p.files}
+    # their VGF rows are judged only on vgf-emu: without it, their runs leave them out
+    selection = SELECTION if "vgf-emu" in args.targets else WITHOUT_VGF
+    kept = {f for p in kept_parts() if covers(p, selection) for f in p.files}
     missing = [f for f in files if f not in kept]
     if missing and not args.no_their_runs:
         for i in range(0, len(missing), 12):
-            mine = claim(missing[i : i + 12])
+            mine = claim(missing[i : i + 12], selection)
             if mine:
-                save(run_part(mine, work, base))
-    parts = [p for p in kept_parts() if set(p.files) & set(files)]
+                save(run_part(mine, work, base, selection))
+    parts = [p for p in kept_parts() if covers(p, selection) and set(p.files) & set(files)]
     theirs: dict[str, tuple[str, str]] = {}
     their_seconds: dict[str, float] = {}
     stems = {Path(f).name for f in files}  # a kept part may hold other files than these
     for part in parts:
         theirs.update(junit_outcomes(KEPT / part.junit))
         their_seconds.update(junit_seconds(KEPT / part.junit))
-    theirs = {case: seen for case, seen in theirs.items() if case.split("::")[0] in stems}
+    theirs = {
+        case: seen
+        for case, seen in theirs.items()
+        if case.split("::")[0] in stems and (selection == SELECTION or "vgf" not in case.lower())
+    }
     days = sorted({p.day for p in parts})
     print(
         f"  their harness: {len(parts)} kept parts ({', '.join(days)}), "
@@ -281,7 +301,7 @@ def main() -> int:
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     if args.their_now:
         if args.report is None:
-            their_seconds = run_theirs_now(chunks, work, base)
+            their_seconds = run_theirs_now(chunks, work, base, selection)
         else:
             their_seconds = {}
             for report_file in sorted(work.glob("theirs_now_part_*.xml")):
