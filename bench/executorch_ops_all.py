@@ -326,14 +326,31 @@ def report(
     for hil_id, (outcome, message) in cold.outcomes.items():
         by_case[their_case(hil_id)].append((hil_id, outcome, message))
     unaccounted = sorted(set(theirs) - set(by_case))
-    judged = {c for c, runs in by_case.items() if any(o != "skipped" for _, o, _ in runs)}
+    judged = {
+        c for c, runs in by_case.items() if any(o != "skipped" and target_of(h) for h, o, _ in runs)
+    }
+    # a test building no pipeline hil answers runs as their own test, unparametrized: it is
+    # neither judged by hil nor an agreement (MXFP pipelines, eager-only checks, helpers)
+    own = {
+        c
+        for c, runs in by_case.items()
+        if c not in judged and any(o != "skipped" for _, o, _ in runs)
+    }
     print(
         f"their cases {len(theirs)}; hil's cases {len(by_case)}: judged {len(judged)}, "
-        f"skipped by name {len(by_case) - len(judged)}, unaccounted {len(unaccounted)}"
+        f"run as their own tests (not judged) {len(own)}, skipped by name "
+        f"{len(by_case) - len(judged) - len(own)}, unaccounted {len(unaccounted)}"
     )
+    passed_own = sorted(c for c in own if theirs.get(c, ("",))[0] == "passed")
+    if passed_own:
+        print(f"  of their passed cases, run as their own tests, not counted: {len(passed_own)}")
+        for case, n in Counter(c.split("[")[0] for c in passed_own).most_common(8):
+            print(f"    {n:4d}  {case}")
     for case in unaccounted[:20]:
         print(f"  unaccounted: {case}")
-    checks = Counter(o for runs in by_case.values() for _, o, _ in runs)
+    checks = Counter(
+        o for runs in by_case.values() for h, o, _ in runs if target_of(h) or o == "skipped"
+    )
     print("hil's checks: " + ", ".join(f"{n} {o}" for o, n in checks.most_common()))
     skips = Counter(
         skip_reason(m) for runs in by_case.values() for _, o, m in runs if o == "skipped"
@@ -357,9 +374,9 @@ def agreement(
         if outcome != "passed":
             continue
         for hil_id, hil_outcome, message in by_case.get(case, []):
-            if hil_outcome == "skipped":
-                continue
             target = target_of(hil_id)
+            if hil_outcome == "skipped" or not target:  # not judged by hil
+                continue
             tally = tallies[asks_their_question(cold, case, target)]
             verdict = cold.verdicts.get((case, target))
             if hil_outcome in ("passed", "xfailed") and verdict == "NOT JUDGED":
