@@ -226,6 +226,47 @@ def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
     assert variants["test_authored::test_add_tosa_INT_asserts_two_delegates"] == "int8"
 
 
+# A pipeline of their kind that hil does not stand in for, built in a helper (as their MXFP
+# tests do), beside a test that builds no pipeline at all.
+UNANSWERED = """
+import torch
+from executorch.backends.arm.test.tester.test_pipeline import TosaPipelineFP
+
+
+class ScaledPipeline(TosaPipelineFP):
+    pass
+
+
+class Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def _lower_add():
+    ScaledPipeline(Add(), (torch.rand(1, 8), torch.rand(1, 8)), "torch.ops.aten.add.Tensor", []).run()
+
+
+def test_add_scaled_pipeline():
+    _lower_add()
+
+
+def test_add_in_eager_only():
+    assert torch.equal(Add()(torch.ones(2), torch.ones(2)), torch.full((2,), 2.0))
+"""
+
+
+def test_a_pipeline_hil_does_not_stand_in_for_is_skipped_by_name_not_passed(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    pytester.makepyfile(test_unanswered=UNANSWERED)
+    result = run(pytester, shared_cache, "test_unanswered.py", "--target=tosa-fp-ref")
+    result.assert_outcomes(passed=1, skipped=1)  # the eager-only test is their own test
+    assert (
+        "ScaledPipeline: a pipeline of theirs hil does not stand in for: its rows are not "
+        "judged by hil" in result.stdout.str()
+    )
+
+
 def test_the_cortex_m_harness_runs_on_cortex_m55_ref(
     pytester: pytest.Pytester, shared_cache: Path
 ) -> None:
