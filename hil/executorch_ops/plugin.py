@@ -105,8 +105,9 @@ def _skip_unanswered(metafunc: pytest.Metafunc) -> None:
     targets = "+".join(_state(metafunc.config).options.targets)
     generic = "a pipeline of theirs hil does not stand in for: its rows are not judged by hil"
     reason = "; ".join(f"{p}: {mapping.NOT_ANSWERED.get(p, generic)}" for p in sorted(unanswered))
+    choice = Choice(targets, None, reason)
     metafunc.fixturenames.append(PARAM)
-    metafunc.parametrize(PARAM, [Choice(targets, None, reason)], ids=[targets])
+    metafunc.parametrize(PARAM, [choice], ids=[choice.id])
 
 
 def _their_tool_skips() -> list[Any]:
