@@ -100,7 +100,7 @@ def _calls(graph_module: Any) -> list[Any] | None:
         if target is operator.getitem or target is executorch_call_delegate:
             continue  # a delegate's call: the retrace copies it (ExportPass.call_delegate)
         if not isinstance(target, (torch._ops.OpOverload, EdgeOpOverload)):
-            return None  # a symbolic-size helper, a delegate, control flow, ...
+            return None  # control flow, a symbolic-size helper, any other callable
         if target in _EXECUTORCH_SYM_OPS:
             return None
         calls.append(node)
