@@ -117,12 +117,70 @@ class Doubling(nn.Module):
         return torch.ops.higher_order.while_loop(below, double, (x,), ())  # type: ignore[no-any-return]
 
 
-def test_a_program_with_control_flow_runs_every_pass(
+def test_a_loop_program_runs_every_pass(
     shipped_runs: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     program = lowered(Doubling(), "TOSA-1.0+FP+cf")
     assert len(shipped_runs) == 3
     assert program == as_shipped(Doubling(), monkeypatch, "TOSA-1.0+FP+cf")
+
+
+class Branching(nn.Module):
+    """A `cond` whose branches the check looks into; `hardswish` makes the decomposing pass run."""
+
+    def __init__(self, decomposed: bool = False) -> None:
+        super().__init__()
+        self.decomposed = decomposed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def positive(value: torch.Tensor) -> torch.Tensor:
+            if self.decomposed:
+                return torch.nn.functional.hardswish(value)
+            return torch.sigmoid(value)
+
+        def negative(value: torch.Tensor) -> torch.Tensor:
+            return value * 2.0
+
+        predicate = x.sum(dim=(0, 1)) > 0  # x.sum() is aten.sum.default, which the table decomposes
+        return torch.cond(predicate, positive, negative, (x,))  # type: ignore[no-any-return]
+
+
+def test_a_cond_program_with_nothing_to_decompose_skips_and_is_the_same(
+    shipped_runs: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = lowered(Branching(), "TOSA-1.0+FP+cf")
+    assert len(shipped_runs) == 1, "the check sees into both branches"
+    assert program == as_shipped(Branching(), monkeypatch, "TOSA-1.0+FP+cf")
+
+
+def test_a_branch_with_something_to_decompose_runs_the_pass(
+    shipped_runs: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = lowered(Branching(decomposed=True), "TOSA-1.0+FP+cf")
+    assert len(shipped_runs) >= 2 and shipped_runs[1]
+    assert program == as_shipped(Branching(decomposed=True), monkeypatch, "TOSA-1.0+FP+cf")
+
+
+class LoopInBranch(nn.Module):
+    """A `while_loop` inside a `cond` branch: the check does not look into the loop."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def looping(value: torch.Tensor) -> torch.Tensor:
+            return Doubling()(value)[0]
+
+        def passing(value: torch.Tensor) -> torch.Tensor:
+            return value.clone()
+
+        return torch.cond(x.sum() > 0, looping, passing, (x,))  # type: ignore[no-any-return]
+
+
+def test_a_loop_at_any_depth_runs_every_pass() -> None:
+    loop = torch.export.export(Doubling(), (torch.rand(2, 5),)).graph_module
+    nested = torch.export.export(LoopInBranch(), (torch.rand(2, 5),)).graph_module
+    branch = torch.export.export(Branching(), (torch.rand(2, 5),)).graph_module
+    assert idle_decompositions._calls_control_flow_besides_cond(loop)
+    assert idle_decompositions._calls_control_flow_besides_cond(nested)
+    assert not idle_decompositions._calls_control_flow_besides_cond(branch)
 
 
 def test_table_membership_is_the_materialized_tables_without_materializing_it() -> None:
