@@ -20,7 +20,8 @@ loop is not delegated and the program cannot be serialized).
 
 Measured on their passed cases of eight operator-test files, cold on two cores: 145 s with
 every pass, 126 s without the idle ones; on their whole folder all 4,066 programs hil makes
-are byte-identical with and without the part. tests/integration/test_pristine_export.py
+are byte-identical with and without the part (and, once `cond` programs skip too, the 50
+programs of their `test_cond` and `test_while` files). tests/integration/test_pristine_export.py
 compares a program per recipe on every `make test`, and tests/unit/test_idle_decompositions.py
 that the skip happens, that a pass with work runs, and that a loop runs every pass.
 """
