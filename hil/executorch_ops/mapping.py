@@ -48,15 +48,17 @@ INT_RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8")
 FLOAT_RECIPES = ("tosa-fp", "portable", "xnnpack-fp32", "vgf-fp")
 VGF = "vgf"  # the collected choice for a VgfPipeline; its call picks vgf or vgf-fp
 VGF_DEFAULT_SPEC = "TOSA-1.0+FP+INT+int4+int16"  # VgfCompileSpec()'s, as VgfPipeline takes it
+MXFP_NOT_ANSWERED = (
+    "hil does not stand in for their MXFP pipelines yet (weights in microscaling formats, "
+    "TOSA 1.1's mxfp extension): their rows are not judged by hil"
+)
 NOT_ANSWERED = {
     "EthosU65PipelineINT": "hil has no Ethos-U65 target",
     "PassPipeline": "it tests one ExecuTorch pass, not a program on a target",
     "TransformAnnotationPassPipeline": "it tests an annotation pass, not a program on a target",
     "QuantizationPipeline": "it tests the quantizer's annotations, not a program on a target",
-    "MXFPTosaPipelineFP": "hil does not stand in for their MXFP pipelines yet (weights in "
-    "microscaling formats, TOSA 1.1's mxfp extension): their rows are not judged by hil",
-    "MXFPVgfPipeline": "hil does not stand in for their MXFP pipelines yet (weights in "
-    "microscaling formats, TOSA 1.1's mxfp extension): their rows are not judged by hil",
+    "MXFPTosaPipelineFP": MXFP_NOT_ANSWERED,
+    "MXFPVgfPipeline": MXFP_NOT_ANSWERED,
 }
 NPU_FAMILY = {"EthosU55PipelineINT": "ethos-u55", "EthosU85PipelineINT": "ethos-u85"}
 NPU_DEVICES = {
