@@ -24,7 +24,7 @@ import torch
 
 from hil.executorch_ops import mapping
 from hil.executorch_ops.pipelines import STAND_INS, bind
-from hil.executorch_ops.runner import CaseRunner, Choice, Noted
+from hil.executorch_ops.runner import CaseRunner, Choice
 from hil.plugin.state import RECORD_KEY, HilState
 
 PARAM = "hil_executorch_target"
@@ -210,7 +210,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Each test body once up to its pipeline's run(), which notes the export; then hil's
+    """Each test body once with pipelines whose run() only notes the export; then hil's
     workers build them on every core while the tests run in order. A test the cache knows by
     name is not looked at (a warm run looks at none)."""
     if session.config.option.collectonly or getattr(session.config, "workerinput", None):
@@ -229,8 +229,8 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
 
 def _look_ahead(item: pytest.Item, runner: CaseRunner) -> None:
-    """Run `item`'s body with the noting runner. A test that needs a fixture, or whose body
-    fails before run(), is left out: its check exports itself."""
+    """Run `item`'s body with the noting runner, to its end or its first error (a line that
+    reads a result). A test that needs a fixture is left out: its checks export themselves."""
     function = getattr(item, "obj", None)
     params = dict(getattr(getattr(item, "callspec", None), "params", {}))
     if function is None:
@@ -241,8 +241,6 @@ def _look_ahead(item: pytest.Item, runner: CaseRunner) -> None:
     with _stand_ins(item, runner):
         try:
             function(**{name: params[name] for name in wanted})
-        except Noted:
-            pass
         except (Exception, pytest.skip.Exception, pytest.fail.Exception):
             pass  # the test reports it itself when it runs
 

@@ -49,10 +49,6 @@ class Choice:
         return self.id
 
 
-class Noted(Exception):
-    """Ends a test body in the look-ahead once its pipeline's run() has noted its export."""
-
-
 @dataclass
 class CaseRunner:
     """Answers the pipelines of one test item."""
@@ -63,8 +59,10 @@ class CaseRunner:
     case_name: str
     their_xfail: str | None = None
     noting: list[tuple[Case, str, str | RecipeSpec | None]] | None = None  # the look-ahead
+    runs: int = 0  # the test's pipeline runs so far
 
     def __call__(self, call: PipelineCall) -> None:
+        self.runs += 1
         recipe = self.choice.recipe
         if call.pipeline in mapping.NOT_ANSWERED or recipe is None:
             why = self.choice.reason or mapping.fit_reason(call.pipeline, [self.choice.target])
@@ -93,12 +91,17 @@ class CaseRunner:
         # test's inputs alone (an operator defined on positive inputs gets positive ones)
         samples = call.option("calibration_samples")
         given = list(samples) if samples is not None else [call.inputs]
-        case = case_from_module(self.case_name, call.module, call.inputs, calibration=lambda: given)
+        case = case_from_module(self._run_name(), call.module, call.inputs, calibration=lambda: given)
         chosen: str | RecipeSpec = variant.recipe(recipe) if variant.options else recipe
         if self.noting is not None:
             self.noting.append((case, self.choice.target, chosen))
-            raise Noted
+            return  # the body goes on: a test that runs pipelines in a loop notes them all
         self._check(call, case, chosen, variant, recipe)
+
+    def _run_name(self) -> str:
+        """The test's name; a second pipeline run in the same test (a loop over samples)
+        is `name#2`, and so on: each its own record and artifact."""
+        return self.case_name if self.runs == 1 else f"{self.case_name}#{self.runs}"
 
     def _quantized(self, case: Case, chosen: str | RecipeSpec) -> bool:
         """Whether the program quantizes something (its export, made now or cached, says): only
@@ -119,7 +122,7 @@ class CaseRunner:
         recipe: str,
     ) -> None:
         session, target = self.state.session, self.choice.target
-        hil_variant = HilVariant(self.case_name, case, target, recipe)
+        hil_variant = HilVariant(case.name, case, target, recipe)
         earlier = session.broken_cause(target)
         try:
             session.target(target)
@@ -164,7 +167,7 @@ class CaseRunner:
             )
         if failed:
             raise PartitionMismatch(
-                f"{self.case_name} on {target}: their stage assertions do not hold on hil's "
+                f"{case.name} on {target}: their stage assertions do not hold on hil's "
                 "lowering: "
                 + "; ".join(f"{c.assertion.check}.{c.assertion.after}: {c.note}" for c in failed),
                 fix="the operator is lowered otherwise than the test asserts: see the "

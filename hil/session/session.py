@@ -36,6 +36,7 @@ from hil.runner.driver import DeviceTrace
 from hil.session.beside_eager import run_beside_eager
 from hil.session.pool import TargetPool
 from hil.session.prefetch import ExportPool, default_workers, plan
+from hil.session.random_stream import random_stream_kept
 from hil.session.references import References, time_eager
 from hil.session.retries import Attempts, check_with_retries
 from hil.targets import Target
@@ -130,14 +131,15 @@ class Session:
         `rewrite_outputs` changes the target's outputs before they are judged and stored, the
         way a kernel bug would (fault-injection benches and tests: bench/mutants.py).
         """
-        result, error, self.last_attempts = check_with_retries(
-            self.targets,
-            case,
-            target,
-            recipe,
-            lambda: self._check_once(case, target, recipe, rewrite_outputs),
-            self.retries,
-        )
+        with random_stream_kept():
+            result, error, self.last_attempts = check_with_retries(
+                self.targets,
+                case,
+                target,
+                recipe,
+                lambda: self._check_once(case, target, recipe, rewrite_outputs),
+                self.retries,
+            )
         if error is not None:
             raise error
         assert result is not None
@@ -170,7 +172,8 @@ class Session:
         """The case's artifact for `target`'s recipe, from the cache or exported now (or by
         a worker, after export_ahead); no target is provisioned."""
         recipe_obj = self._recipe(self.devices.get(target), recipe)
-        return self._artifact(case, self.references.built(case), recipe_obj)
+        with random_stream_kept():
+            return self._artifact(case, self.references.built(case), recipe_obj)
 
     def _artifact(self, case: Case, built: BuiltCase, recipe: Recipe) -> Artifact:
         """The artifact, after its export made ahead (if any) is done: one a worker made in

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from hil import Case, seeded
+from hil.case import case_from_module
 from hil.devices import DeviceRegistry
 from hil.session import Session
 
@@ -70,3 +71,21 @@ def test_each_artifact_is_exported_once_and_a_warm_run_forks_nothing(
     assert 1 <= by_workers <= 8
     assert not any(run(repo_devices, tmp_path / "cache", tmp_path / "warm"))
     assert not (tmp_path / "warm" / "export-workers").exists()
+
+
+def test_a_check_leaves_torchs_random_numbers_as_it_found_them(
+    repo_devices: DeviceRegistry, tmp_path: Path
+) -> None:
+    """Quantizing and lowering draw from torch's global generator. A model a test builds after
+    a check (fresh unseeded weights per sample, as ExecuTorch's own tests do) must get the same
+    weights whether the check exported here, a worker did, or the cache had it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(2, 4, 3), nn.ReLU())
+    case = case_from_module("random_stream", model, (torch.rand(1, 2, 8),))
+    expected = torch.get_rng_state()
+    with Session(devices=repo_devices, cache_dir=tmp_path / "cache", results_dir=tmp_path) as s:
+        assert s.export(case, "u85-ref", "ethos-u").exported_now
+        assert torch.equal(torch.get_rng_state(), expected)
+        for _ in range(2):  # exported now, then from the cache
+            s.check(case, "host", "xnnpack-int8")
+            assert torch.equal(torch.get_rng_state(), expected)

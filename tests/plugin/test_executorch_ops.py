@@ -354,3 +354,42 @@ def test_tosa_int_partition_assertions_are_reported_on_the_u55_and_judged_on_the
     assert all(a["status"] == "reported" for a in by_target["u55-ref"])  # type: ignore[union-attr,index]
     assert any("Ethos-U55 delegates a subset" in a["note"] for a in by_target["u55-ref"])  # type: ignore[union-attr,index]
     assert any(a["status"] == "judged" for a in by_target["u85-ref"])  # type: ignore[union-attr,index]
+
+
+# A test that runs one pipeline per sample, each on a module with fresh unseeded weights, as
+# their test_cond does: each run is its own case, and every one is exported ahead.
+PER_SAMPLE = """
+import torch
+from executorch.backends.arm.test.tester.test_pipeline import TosaPipelineINT
+
+
+def test_linear_per_sample_tosa_INT():
+    for sign in (1.0, -1.0):
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+        TosaPipelineINT[tuple](model, (sign * torch.rand(1, 8),), [], []).run()
+"""
+
+
+def test_each_pipeline_a_test_runs_in_a_loop_is_exported_ahead_with_the_same_weights(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(test_per_sample=PER_SAMPLE)
+    shas = []
+    for workers in ("2", "0"):  # ahead in workers, then each in the check's own process
+        cache = tmp_path / f"cache-{workers}"
+        result = run(
+            pytester, cache, "test_per_sample.py", "--target=u85-ref", f"--hil-export-workers={workers}"
+        )
+        assert result.parseoutcomes().get("passed") == 1, result.stdout.str()[-3000:]
+        found = records(pytester)[-2:]
+        assert [r["case"] for r in found] == [
+            "test_per_sample::test_linear_per_sample_tosa_INT",
+            "test_per_sample::test_linear_per_sample_tosa_INT#2",
+        ]
+        shas.append([r["artifact"]["sha256"] for r in found])  # type: ignore[index]
+        if workers == "2":
+            logs = (pytester.path / "results" / "export-workers").glob("*.log")
+            text = "".join(p.read_text() for p in logs)
+            assert "test_linear_per_sample_tosa_INT#2 [" in text  # noted past the first run()
+    # the second model's weights do not depend on where the first export ran
+    assert shas[0] == shas[1]
