@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -238,11 +238,12 @@ def _look_ahead(item: pytest.Item, runner: CaseRunner) -> None:
     wanted = inspect.signature(function).parameters
     if any(name not in params for name in wanted):
         return
-    with _stand_ins(item, runner):
-        try:
-            function(**{name: params[name] for name in wanted})
-        except (Exception, pytest.skip.Exception, pytest.fail.Exception):
-            pass  # the test reports it itself when it runs
+    # what ends the body early, the test reports itself when it runs
+    with (
+        _stand_ins(item, runner),
+        suppress(Exception, pytest.skip.Exception, pytest.fail.Exception),
+    ):
+        function(**{name: params[name] for name in wanted})
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

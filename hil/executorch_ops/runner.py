@@ -91,7 +91,8 @@ class CaseRunner:
         # test's inputs alone (an operator defined on positive inputs gets positive ones)
         samples = call.option("calibration_samples")
         given = list(samples) if samples is not None else [call.inputs]
-        case = case_from_module(self._run_name(), call.module, call.inputs, calibration=lambda: given)
+        name = self._run_name()
+        case = case_from_module(name, call.module, call.inputs, calibration=lambda: given)
         chosen: str | RecipeSpec = variant.recipe(recipe) if variant.options else recipe
         if self.noting is not None:
             self.noting.append((case, self.choice.target, chosen))

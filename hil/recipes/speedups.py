@@ -26,6 +26,7 @@ from typing import Any
 
 from hil.recipes import (
     export_speedup,
+    fx_code_reuse,
     fx_compile_cache,
     histogram_search,
     idle_decompositions,
@@ -62,6 +63,7 @@ def parts() -> tuple[Part, ...]:
         provenance_sharing.PART,
         pass_placeholder.PART,
         fx_compile_cache.PART,
+        fx_code_reuse.PART,
         load_speedup.PART,
         histogram_search.PART,
         idle_decompositions.PART,

@@ -378,7 +378,11 @@ def test_each_pipeline_a_test_runs_in_a_loop_is_exported_ahead_with_the_same_wei
     for workers in ("2", "0"):  # ahead in workers, then each in the check's own process
         cache = tmp_path / f"cache-{workers}"
         result = run(
-            pytester, cache, "test_per_sample.py", "--target=u85-ref", f"--hil-export-workers={workers}"
+            pytester,
+            cache,
+            "test_per_sample.py",
+            "--target=u85-ref",
+            f"--hil-export-workers={workers}",
         )
         assert result.parseoutcomes().get("passed") == 1, result.stdout.str()[-3000:]
         found = records(pytester)[-2:]
