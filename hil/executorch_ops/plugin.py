@@ -47,10 +47,25 @@ def pytest_configure(config: pytest.Config) -> None:
     _state(config)
 
 
+def _names_used(function: Any) -> tuple[set[str], dict[str, Any]]:
+    """The global names a test function uses, with those of the helpers of its own module it
+    calls (one level), and the module's globals: read from the code, not run."""
+    function = inspect.unwrap(function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return set(), {}
+    scope = getattr(function, "__globals__", {})
+    names = set(code.co_names)
+    for name in code.co_names:
+        helper = scope.get(name)
+        if inspect.isfunction(helper) and helper.__module__ == function.__module__:
+            names |= set(helper.__code__.co_names)
+    return names, scope
+
+
 def pipelines_of(function: Any) -> set[str]:
-    """Their pipeline classes a test function names (read from its code, not run)."""
-    code = getattr(inspect.unwrap(function), "__code__", None)
-    return set(code.co_names) & set(STAND_INS) if code is not None else set()
+    """Their pipeline classes hil stands in for that a test builds, itself or in a helper."""
+    return _names_used(function)[0] & set(STAND_INS)
 
 
 def unanswered_pipelines(function: Any) -> set[str]:
@@ -61,16 +76,9 @@ def unanswered_pipelines(function: Any) -> set[str]:
 
     harness = sys.modules.get("executorch.backends.arm.test.tester.test_pipeline")
     base = getattr(harness, "BasePipeline", None)
-    function = inspect.unwrap(function)
-    code = getattr(function, "__code__", None)
-    if base is None or code is None:
+    names, scope = _names_used(function)
+    if base is None:
         return set()
-    scope = getattr(function, "__globals__", {})
-    names = set(code.co_names)
-    for name in code.co_names:  # one level of helpers defined in the test's own module
-        helper = scope.get(name)
-        if inspect.isfunction(helper) and helper.__module__ == function.__module__:
-            names |= set(helper.__code__.co_names)
     return {
         n
         for n in names - set(STAND_INS)

@@ -66,6 +66,14 @@ def test_add_tosa_INT_never_runs():
 
 def test_add_vgf():
     VgfPipeline(Add(), inputs(), ATEN, EXIR).run()
+
+
+def _add_pipeline():
+    return TosaPipelineINT(Add(), inputs(), ATEN, EXIR)
+
+
+def test_add_tosa_INT_built_in_a_helper():
+    _add_pipeline().run()
 """
 
 
@@ -208,7 +216,7 @@ def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
 ) -> None:
     pytester.makepyfile(test_authored=AUTHORED)
     result = run(pytester, shared_cache, "test_authored.py", "--target=u85-ref")
-    result.assert_outcomes(passed=2, failed=2, skipped=1)
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
     text = result.stdout.str()
     assert "their stage assertions do not hold on hil's lowering" in text
     assert (
@@ -224,6 +232,7 @@ def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
     assert variants["test_authored::test_add_u85_INT_a16w8"] == "a16w8"
     assert variants["test_authored::test_add_tosa_INT_16a8w_by_config"] == "a16w8"
     assert variants["test_authored::test_add_tosa_INT_asserts_two_delegates"] == "int8"
+    assert variants["test_authored::test_add_tosa_INT_built_in_a_helper"] == "int8"  # judged
 
 
 # A pipeline of their kind that hil does not stand in for, built in a helper (as their MXFP
