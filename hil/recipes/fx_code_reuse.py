@@ -6,14 +6,15 @@ the branches of a `torch.cond` (and every other submodule) have their source wri
 pass, though the pass left them as they were: in a profile of `test_cond` (cold, one
 process), fx's `_gen_python_code` ran 41,674 times and took 19 % of the run.
 
-The source depends on the graph's nodes in order (each node's operation, name, target,
-arguments and type annotation, and whether it is a wrapped function), the graph's code
-generator (its attributes: the function name, the pytree layout of inputs and outputs, a body
-transformer), the arguments of the call, fx's registered builtins and the environment
-switches `_gen_python_code` reads. All of those are kept with the source the graph last made,
-the arguments and the rest by identity (a node's arguments are a new tuple whenever they
-change); where any differs, the source is made as shipped. Sources are otherwise handed out
-as fresh copies, so a caller that adds to the globals changes nothing kept.
+The source of a plain call (recompile's: no option, none of fx's `FX_GRAPH_SHOW_*` switches;
+those read the nodes' metadata, and are always made as shipped) depends on the graph's nodes
+in order (each node's operation, name, target, arguments and type annotation, and whether it
+is a wrapped function), the graph's code generator (its attributes: the function name, the
+pytree layout of inputs and outputs, a body transformer), the root module's name and fx's
+registered builtins. All of those are kept with the source the graph last made, the node's
+arguments, target and type by identity (a node's arguments are a new tuple whenever they
+change); where any differs, the source is made as shipped. Sources are handed out as fresh
+copies, so a caller that adds to the globals changes nothing kept.
 tests/unit/test_fx_code_reuse.py checks that an edit of each kind makes the source again and
 that programs are byte-identical; tests/integration/test_pristine_export.py compares a
 program per recipe on every `make test`.
@@ -83,12 +84,9 @@ def _copy(code: Any) -> Any:
 
 def _reusing(python_code: Any) -> Any:
     def python_code_made_once(self: Any, root_module: str, **options: Any) -> Any:
-        call = (
-            root_module,
-            tuple(sorted(options.items())),
-            tuple(os.environ.get(s) for s in SWITCHES),
-            tuple(fx_graph._custom_builtins),
-        )
+        if any(options.values()) or any(os.environ.get(s, "0") == "1" for s in SWITCHES):
+            return python_code(self, root_module, **options)  # reads node.meta: as shipped
+        call = (root_module, tuple(fx_graph._custom_builtins))
         nodes, generator = _nodes(self), _generator(self)
         kept: Made | None = getattr(self, KEPT, None)
         if (
@@ -98,7 +96,7 @@ def _reusing(python_code: Any) -> Any:
             and _same_nodes(kept.nodes, nodes)
         ):
             return _copy(kept.code)
-        code = python_code(self, root_module, **options)
+        code = python_code(self, root_module)
         setattr(self, KEPT, Made(nodes, generator, call, _copy(code)))
         return code
 

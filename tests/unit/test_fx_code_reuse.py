@@ -139,6 +139,22 @@ def test_other_options_make_the_source_again() -> None:
     assert same_code(gm.graph.python_code("other"), shipped(gm, "other"))
 
 
+def test_a_source_that_reads_node_metadata_is_made_as_shipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """verbose annotates each node with its `val`, which passes change in place."""
+    gm = torch.fx.symbolic_trace(Block())
+    x = next(n for n in gm.graph.nodes if n.op == "placeholder")
+    x.meta["val"] = torch.empty(2, 4)
+    gm.graph.python_code("self", verbose=True)
+    x.meta["val"] = torch.empty(3, 4)
+    assert "f32[3, 4]" in gm.graph.python_code("self", verbose=True).src
+    monkeypatch.setenv("FX_GRAPH_SHOW_META", "1")
+    gm.graph.python_code("self")
+    x.meta["seen"] = "later"
+    assert "later" in gm.graph.python_code("self").src
+
+
 def test_a_module_recompiled_after_an_edit_runs_the_edited_graph() -> None:
     gm = torch.fx.symbolic_trace(Block())
     x = torch.randn(2, 4)
