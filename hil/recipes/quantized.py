@@ -10,7 +10,8 @@ models calibrate and convert to equal quantized models, so they share one entry;
 the quantizer makes (a U55-only decomposition, another softmax lowering) gives another key.
 
 Beside the program the store keeps what the verdict needs from the quantized model: its outputs
-on the case's inputs (the target check's reference), each output's step, and its rounding
+on the case's inputs (the target check's reference, as the lowering reads a branch convolution's
+bias: hil.recipes.branch_bias), each output's step, and its rounding
 sensitivity (hil.recipes.rounding), all computed once per entry.
 
 Entries live in `<cache root>/shared/quantized/<key>/` (program.pt2, reference.npz, meta.json),
@@ -46,6 +47,7 @@ from hil.case import BuiltCase
 from hil.errors import CacheError, ExportError
 from hil.locks import file_lock
 from hil.recipes import rounding
+from hil.recipes.branch_bias import as_lowered
 from hil.recipes.lowering import (
     export_program,
     exporter_step,
@@ -160,7 +162,13 @@ def prepared_fingerprint(prepared: torch.fx.GraphModule) -> str:
 
 
 # how hil calibrates, runs and measures the model: the sensitivity is stored in the entry too
-CODE_MODULES = ("hil.recipes.quantized", "hil.recipes.lowering", "hil.recipes.rounding", "hil.call")
+CODE_MODULES = (
+    "hil.recipes.quantized",
+    "hil.recipes.lowering",
+    "hil.recipes.rounding",
+    "hil.recipes.branch_bias",
+    "hil.call",
+)
 
 
 def store_key(built: BuiltCase, identity: Mapping[str, Any], prepared: torch.fx.GraphModule) -> str:
@@ -232,12 +240,13 @@ class QuantizedStore:
 
         converted = exporter_step("PT2E calibration", built.case.name, calibrate_and_convert)
         program = export_program(built, converted)
-        reference = run_reference(converted, built.inputs)
+        judged = as_lowered(converted)  # what the lowering computes (hil.recipes.branch_bias)
+        reference = run_reference(judged, built.inputs)
         scales = output_scales(converted)
         moved = exporter_step(
             "measuring rounding sensitivity",
             built.case.name,
-            lambda: rounding.sensitivity(converted, built.inputs, reference, scales),
+            lambda: rounding.sensitivity(judged, built.inputs, reference, scales),
         )
         self.root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f".{entry.name[:12]}-", dir=self.root))
