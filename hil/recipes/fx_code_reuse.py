@@ -15,9 +15,10 @@ registered builtins. All of those are kept with the source the graph last made, 
 arguments, target and type by identity (a node's arguments are a new tuple whenever they
 change); where any differs, the source is made as shipped. Sources are handed out as fresh
 copies, so a caller that adds to the globals changes nothing kept.
-tests/unit/test_fx_code_reuse.py checks that an edit of each kind makes the source again and
-that programs are byte-identical; tests/integration/test_pristine_export.py compares a
-program per recipe on every `make test`.
+tests/unit/test_fx_code_reuse.py checks that after an edit of each kind the source is torch's
+own, and that a source reading node metadata is made as shipped; that programs stay
+byte-identical, tests/integration/test_pristine_export.py checks for a program per recipe on
+every `make test`.
 """
 
 from __future__ import annotations
