@@ -3,9 +3,15 @@
 A model's fingerprint covers its code, its configuration and its tensors:
 
 * code: every class in the module tree, and every function or class its methods reach through
-  module globals (a helper `forward` calls, a constant it reads). Code of the project is hashed
-  by its syntax tree without docstrings, so a comment or docstring edit is not a new model;
-  installed libraries (site-packages, the standard library) count by their version instead;
+  module globals (a helper `forward` calls, a constant it reads, a plain attribute of a module
+  it reads). Code of the project is hashed by its syntax tree without docstrings, so a comment
+  or docstring edit is not a new model. Code of an installed library (site-packages, the
+  standard library) counts by the library's version, but only where its module and qualname
+  lead back to it: a class or function a factory made (`<locals>` in its name, as ExecuTorch's
+  `module_factory(fn)` makes one `ModuleWrapper` per row), one made by `type()`, or one
+  replaced after import is walked like project code, closures and globals included. A library
+  class that lives at its name also counts by its plain class attributes and by any method
+  set on it after import (what a run can change about it);
 * configuration: every attribute of every module that nn.Module itself does not own, whatever
   its name or type: numbers and strings, containers, enums, dataclasses and config objects
   (walked), plain tensors and numpy arrays (by their bytes), held functions and hooks;
@@ -13,6 +19,12 @@ A model's fingerprint covers its code, its configuration and its tensors:
 
 Two modules with equal fingerprints lower to the same .pte, and the same module has the same
 fingerprint in every process: nothing that follows the hash seed, an id or an address counts.
+
+What the walk does not follow: the contents of a library module's dicts and lists (registries,
+caches) that library code reads; a run that mutates one in place changes behaviour the key
+cannot see. The served-program guard (hil.artifacts.probe) catches that kind of collision: a
+program served from the cache is compared, through its recorded eager outputs, with the model
+asking for it.
 """
 
 from __future__ import annotations
@@ -156,6 +168,11 @@ class _Walk:
             self.function(value)
         elif isinstance(value, types.MethodType):
             self.value(value.__func__, depth + 1)
+            owner = value.__self__
+            if isinstance(owner, torch.nn.Module):  # its state is the tree's (or walked there)
+                self.put(f"bound to:{type(owner).__qualname__}")
+            else:  # a method of a config object reads its fields
+                self.value(owner, depth + 1)
         elif isinstance(value, type):
             self.cls(value)
         elif isinstance(value, types.ModuleType):
@@ -216,9 +233,10 @@ class _Walk:
             return
         self.seen.add(id(function))
         library = library_of(function.__module__ or "")
+        named = library is not None and lives_at_its_name(function)
         if library is not None:
             self.put(f"lib:{library}:{function.__module__}:{function.__qualname__}")
-        else:
+        if not named:  # project code, or library code a factory made: its code itself
             self.put(_function_code_digest(function.__code__))
         for default in function.__defaults__ or ():
             self.value(default)
@@ -228,25 +246,49 @@ class _Walk:
         for cell in function.__closure__ or ():
             with contextlib.suppress(ValueError):  # an empty cell has no contents
                 self.value(cell.cell_contents)
-        if library is None:
-            self.globals_of(function.__code__, function.__globals__)
+        if not named:
+            self.globals_of(function.__code__, function.__globals__, library=library is not None)
 
-    def globals_of(self, code: types.CodeType, namespace: Mapping[str, Any]) -> None:
-        """What a function reads from its module: helpers, classes, modules and constants."""
-        for name in sorted(_global_names(code)):
-            if name in namespace:
-                self.put(f"global:{name}")
-                self.value(namespace[name])
+    def globals_of(
+        self, code: types.CodeType, namespace: Mapping[str, Any], *, library: bool = False
+    ) -> None:
+        """What a function reads from its module: helpers, classes, modules and constants, and
+        the plain attributes it may read off a module it names (`config.SCALE`). Library code
+        reads its own module's registries and caches too: those count by their type only
+        (walking them would hash state that follows the process, not the model)."""
+        names = _global_names(code)
+        for name in sorted(names):
+            if name not in namespace:
+                continue
+            value = namespace[name]
+            self.put(f"global:{name}")
+            if library and not isinstance(value, _CODE_OR_PLAIN):
+                self.put(f"state:{type(value).__qualname__}")
+                continue
+            self.value(value)
+            if isinstance(value, types.ModuleType):
+                self.plain_attributes(value, names)
+
+    def plain_attributes(self, owner: Any, names: Iterable[str]) -> None:
+        """The plain values among `owner`'s attributes called `names` (set at run time or not)."""
+        for name in sorted(names):
+            with contextlib.suppress(Exception):  # a lazy module attribute may fail to import
+                value = inspect.getattr_static(owner, name)
+                if _is_plain_setting(value):
+                    self.put(f"attr:{name}")
+                    self.value(value)
 
     def cls(self, cls: type) -> None:
-        library = library_of(cls.__module__)
-        if library is not None:  # by where it lives: two test files both define Interpolate
-            self.put(f"lib:{library}:{cls.__module__}:{cls.__qualname__}")
-            return
         if id(cls) in self.seen:
             self.put(f"again:{cls.__qualname__}")
             return
         self.seen.add(id(cls))
+        library = library_of(cls.__module__)
+        if library is not None:  # by where it lives: two test files both define Interpolate
+            self.put(f"lib:{library}:{cls.__module__}:{cls.__qualname__}")
+            if lives_at_its_name(cls):
+                self.library_class(cls)
+                return
         self.put(f"class:{cls.__module__}.{cls.__qualname__}")
         self.put(_class_source_digest(cls))
         for base in cls.__mro__[1:]:
@@ -264,6 +306,21 @@ class _Walk:
                 if isinstance(f, types.FunctionType):
                     self.put(f"method:{name}")
                     self.function(f)
+
+    def library_class(self, cls: type) -> None:
+        """What a run can change about a library class its version names: plain class
+        attributes (a flag set on the class) and methods set on it after import, up its bases
+        to nn.Module's (whose own are nn.Module's machinery, the same for every model)."""
+        for owner in cls.__mro__:
+            if owner in (torch.nn.Module, object):
+                break
+            for name, member in sorted(vars(owner).items()):
+                if _is_plain_setting(member):
+                    self.put(f"class attr:{owner.__qualname__}.{name}")
+                    self.value(member)
+                elif isinstance(member, types.FunctionType) and not lives_at_its_name(member):
+                    self.put(f"set method:{owner.__qualname__}.{name}")
+                    self.function(member)
 
     def module(self, module: types.ModuleType) -> None:
         library = library_of(module.__name__)
@@ -294,6 +351,42 @@ def _function_code_digest(code: types.CodeType) -> str:
     walk = _Walk(digest)
     walk.code(code)
     return "code:" + digest.hexdigest()
+
+
+def lives_at_its_name(obj: Any) -> bool:
+    """Whether `obj`'s module and qualname lead back to `obj` itself: only then does a
+    library's version stand for its code. Not so for what a factory made (`<locals>`), what
+    `type()` made under a name another object holds, or a function replaced after import."""
+    qualname = getattr(obj, "__qualname__", "")
+    found: Any = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if found is None or "<" in qualname:
+        return False
+    for part in qualname.split("."):
+        try:
+            found = inspect.getattr_static(found, part)
+        except AttributeError:
+            return False
+    return (getattr(found, "__func__", found) is obj) or found is obj
+
+
+_SETTING_TYPES = (int, float, complex, str, bytes, bool, type(None), enum.Enum)
+_CODE_OR_PLAIN = (
+    *_SETTING_TYPES,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    type,
+    types.ModuleType,
+    functools.partial,
+    torch.dtype,
+    torch.device,
+)
+
+
+def _is_plain_setting(value: Any) -> bool:
+    """A number, string, flag or enum, or a tuple of them: settings, never state."""
+    if isinstance(value, tuple):
+        return all(_is_plain_setting(v) for v in value)
+    return isinstance(value, _SETTING_TYPES)
 
 
 def _is_builtin(value: Any) -> bool:

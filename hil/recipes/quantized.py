@@ -41,6 +41,7 @@ import torch
 from hil.arrays import Array
 from hil.artifacts.fingerprint import module_source_digest, tensor_fingerprint
 from hil.artifacts.keys import key_of
+from hil.artifacts.probe import difference_key, read_probe, served_collision, write_probe
 from hil.artifacts.parts import OutputSensitivity
 from hil.call import fresh
 from hil.case import BuiltCase
@@ -202,6 +203,27 @@ def _save(built: BuiltCase, program: Any, converted: torch.fx.GraphModule, path:
     exporter_step("saving the quantized program", case, lambda: torch.export.save(strict, path))
 
 
+MAX_COLLISIONS = 3  # as for artifacts (hil.session.references)
+
+
+def _eager_outputs(built: BuiltCase) -> tuple[Array, ...] | None:
+    """The model's own outputs on the case's inputs (what the entry's probe records); None
+    where eager cannot run it (nothing to guard with: the export says what is wrong)."""
+    try:
+        return run_reference(built.module, built.inputs)
+    except Exception:
+        return None
+
+
+def _collision(built: BuiltCase, entry: Path, eager: tuple[Array, ...] | None) -> str | None:
+    """The served-program guard (hil.artifacts.probe) on a reused quantized model: the key holds
+    the input values, so the probe's inputs are the case's and its own outputs are at hand."""
+    probe = read_probe(entry)
+    if probe is None or eager is None:
+        return None
+    return served_collision(probe, lambda inputs: run_reference(built.module, inputs), eager)
+
+
 class QuantizedStore:
     """Get-or-build of quantized programs under one folder."""
 
@@ -224,14 +246,40 @@ class QuantizedStore:
         case = built.case.name
         prepared = exporter_step("PT2E prepare", case, lambda: prepare(built, make_quantizer()))
         key = store_key(built, identity, prepared)
-        entry = self.root / key
-        with self._locked(key):
-            reused = (entry / "meta.json").exists()
-            if not reused:
-                self._build(built, prepared, entry)
-            return self._load(entry, key, reused, case)
+        eager = _eager_outputs(built)
+        for collisions in range(MAX_COLLISIONS + 1):
+            entry = self.root / key
+            with self._locked(key):
+                reused = (entry / "meta.json").exists()
+                if not reused:
+                    self._build(built, prepared, entry, eager)
+                clash = _collision(built, entry, eager) if reused else None
+                if clash is None:
+                    return self._load(entry, key, reused, case)
+            if collisions == MAX_COLLISIONS:
+                raise CacheError(
+                    f"{case}: the quantized-model store served another model's quantized "
+                    f"model {collisions + 1} times over (last {entry}, {clash})",
+                    fix="report it to hil with the model; meanwhile run with --hil-cache-dir "
+                    "on an empty folder",
+                )
+            log.warning(
+                "KEY COLLISION: %s was served the quantized model %s, %s; building its own. "
+                "Please report it to hil",
+                case,
+                entry,
+                clash,
+            )
+            key = difference_key(key, eager or ())
+        raise AssertionError("unreachable")
 
-    def _build(self, built: BuiltCase, prepared: torch.fx.GraphModule, entry: Path) -> None:
+    def _build(
+        self,
+        built: BuiltCase,
+        prepared: torch.fx.GraphModule,
+        entry: Path,
+        eager: tuple[Array, ...] | None,
+    ) -> None:
         def calibrate_and_convert() -> torch.fx.GraphModule:
             with torch.no_grad():
                 for sample in built.calibration_or_default():
@@ -259,6 +307,8 @@ class QuantizedStore:
                 "quantized_ops": rounding.runtime_quantizers(converted),
                 "sensitivity": [m.to_dict() if m else None for m in moved],
             }
+            if eager is not None:  # what the served-program guard compares with
+                write_probe(workdir, built.case.name, built.inputs, eager)
             (workdir / "meta.json").write_text(json.dumps(meta))
             os.replace(workdir, entry)
         except OSError as e:

@@ -13,16 +13,23 @@ from pathlib import Path
 from typing import Any
 
 from hil.arrays import to_array
-from hil.artifacts.fingerprint import model_fingerprint
+from hil.artifacts.fingerprint import model_fingerprint, tensors_fingerprint
 from hil.artifacts.keys import export_source, key_of
+from hil.artifacts.probe import difference_key, read_probe, served_collision, write_probe
 from hil.artifacts.store import Artifact, ArtifactCache
 from hil.call import fresh
 from hil.case import BuiltCase, Case
 from hil.devices import TimingPolicy
-from hil.errors import ArtifactMissing, ExportError, ResourceExhausted, resource_exhaustion
+from hil.errors import (
+    ArtifactMissing,
+    CacheError,
+    ExportError,
+    ResourceExhausted,
+    resource_exhaustion,
+)
 from hil.progress import Progress, heartbeat
 from hil.recipes import Recipe, speedups
-from hil.recipes.lowering import reference_tensors
+from hil.recipes.lowering import reference_tensors, run_reference
 from hil.threads import one_thread
 from hil.timing import timed_runs
 from hil.verdict.budgets import LatencyStats, latency_stats
@@ -40,6 +47,9 @@ EAGER_SHOWN_POLICY = TimingPolicy(
 )
 BUILT_CASES_KEPT = 4
 SLOW_EXPORT_S = 5.0  # exports at least this long say how long they took
+# Each collision re-keys by the model's own outputs; a model that still collides after this
+# many is a cache that cannot hold it apart (a CacheError, never a judged wrong program).
+MAX_COLLISIONS = 3
 
 
 class References:
@@ -49,6 +59,7 @@ class References:
         self._built: dict[str, tuple[Case, BuiltCase]] = {}
         self._eager: dict[str, Reference] = {}
         self._fingerprints: dict[str, str] = {}
+        self._warned: set[str] = set()  # collisions already reported, by key
 
     def built(self, case: Case) -> BuiltCase:
         """The case's module and inputs, built once while the case is in use."""
@@ -128,6 +139,9 @@ class References:
             # one thread: the artifact is the same whichever process builds it (hil.threads)
             with heartbeat(self._progress, f"exporting {name} with {recipe.name}"), one_thread():
                 product = recipe.export(built, workdir)
+            reference = self.eager(built)
+            if not reference.unavailable:  # what the served-program guard compares with
+                write_probe(workdir, name, built.inputs, reference.outputs)
             # which speed-ups were in place where it was made: every record carries it
             return replace(product, details={**product.details, "speedups": installed})
 
@@ -136,6 +150,17 @@ class References:
             artifact = self.cache.get_or_build(
                 key, material, build, recipe=recipe.name, numerics=recipe.numerics
             )
+            for collisions in range(MAX_COLLISIONS + 1):
+                clash = self.collision(built, artifact)
+                if clash is None:
+                    break
+                self._report_collision(built, recipe, artifact, clash, collisions)
+                key = difference_key(key, self.eager(built).outputs)
+                material = {**material, "collided_with": artifact.key}
+                artifact = self.cache.get_or_build(
+                    key, material, build, recipe=recipe.name, numerics=recipe.numerics
+                )
+                artifact = replace(artifact, rebuilt_because=f"key collision, {clash}")
         except ExportError:
             self.cache.note_source(source, key)  # the failure is remembered under `key`
             raise
@@ -145,6 +170,46 @@ class References:
         if artifact.rebuilt_because:
             log.warning("rebuilt %s [%s]: %s", name, recipe.name, artifact.rebuilt_because)
         return artifact
+
+
+    def collision(self, built: BuiltCase, artifact: Artifact) -> str | None:
+        """How `built`'s model differs from the one that made the served `artifact` (None when
+        it is the same, or when there is nothing to compare: a program made now, an entry from
+        before probes, a model eager cannot run or that gives other outputs at every run)."""
+        if artifact.exported_now:
+            return None
+        probe = read_probe(artifact.folder)
+        reference = self.eager(built)
+        if probe is None or reference.unavailable:
+            return None
+        same_inputs = probe.inputs_fingerprint == tensors_fingerprint(built.inputs)
+        return served_collision(
+            probe,
+            lambda inputs: run_reference(built.module, inputs),
+            known=reference.outputs if same_inputs else None,
+        )
+
+    def _report_collision(
+        self, built: BuiltCase, recipe: Recipe, artifact: Artifact, clash: str, collisions: int
+    ) -> None:
+        """Loudly, once per key: the fingerprint missed what tells two models apart."""
+        if collisions == MAX_COLLISIONS:
+            raise CacheError(
+                f"{built.case.name} [{recipe.name}]: the artifact cache served another model's "
+                f"program {collisions + 1} times over (last {artifact.folder}, {clash})",
+                fix="report it to hil with the model; meanwhile run with --hil-cache-dir on an "
+                "empty folder",
+            )
+        if artifact.key in self._warned:
+            return
+        self._warned.add(artifact.key)
+        message = (
+            f"KEY COLLISION: {built.case.name} [{recipe.name}] was served {artifact.folder}, "
+            f"{clash}; exporting {built.case.name} again under its own key. Please report it "
+            f"to hil: the model fingerprint missed what tells these two models apart"
+        )
+        log.warning(message)
+        self._progress(message)
 
 
 def time_eager(built: BuiltCase, policy: TimingPolicy = EAGER_POLICY) -> LatencyStats | None:

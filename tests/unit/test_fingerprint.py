@@ -265,3 +265,73 @@ def test_library_classes_of_one_name_in_two_modules_are_told_apart() -> None:
     nearest = model_fingerprint(test_upsample_nearest2d.Interpolate((4, 4), None))
     bilinear = model_fingerprint(test_upsample_bilinear2d.Interpolate((4, 4), None))
     assert nearest != bilinear
+
+
+def test_factory_made_library_classes_count_by_the_function_they_close_over() -> None:
+    """ExecuTorch's nn_functional and torch_functions model tests make one `ModuleWrapper` per
+    row with `module_factory(fn)`: an installed library's class, named alike for every row,
+    whose forward calls the `fn` of its closure. Named by version alone, the 11 rows shared one
+    key and were served each other's .pte."""
+    from executorch.backends.arm.test.models import test_nn_functional, test_torch_functions
+
+    functional = {model_fingerprint(m) for m, _ in test_nn_functional.module_tests.values()}
+    assert len(functional) == len(test_nn_functional.module_tests) == 11
+    torch_functions = {model_fingerprint(row[1]) for row in test_torch_functions.module_tests}
+    assert len(torch_functions) == len(test_torch_functions.module_tests)
+    again = {model_fingerprint(m) for m, _ in test_nn_functional.module_tests.values()}
+    assert again == functional
+
+
+def wrapper_class(function, module: str = "torch.nn.modules.linear"):  # type: ignore[no-untyped-def]
+    """A class made by type() under a library's module and a name another class holds there."""
+    return type("Linear", (nn.Module,), {"__module__": module, "forward": lambda self, x: function(x)})
+
+
+def test_a_class_made_by_type_under_a_library_name_is_walked() -> None:
+    assert model_fingerprint(wrapper_class(torch.relu)()) == model_fingerprint(
+        wrapper_class(torch.relu)()
+    )
+    assert model_fingerprint(wrapper_class(torch.relu)()) != model_fingerprint(
+        wrapper_class(torch.tanh)()
+    )
+
+
+def test_what_a_run_sets_on_a_library_class_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = model_fingerprint(nn.ReLU())
+    monkeypatch.setattr(nn.ReLU, "hil_probe_flag", 1, raising=False)
+    flagged = model_fingerprint(nn.ReLU())
+    assert flagged != before
+    monkeypatch.setattr(nn.ReLU, "forward", lambda self, x: x * 2)
+    assert model_fingerprint(nn.ReLU()) not in (before, flagged)
+    monkeypatch.undo()
+    assert model_fingerprint(nn.ReLU()) == before
+
+
+_settings = type(sys)("hil_probe_settings")
+_settings.SCALE = 2.0  # type: ignore[attr-defined]
+
+
+class ReadsAModuleAttribute(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * _settings.SCALE  # type: ignore[attr-defined, no-any-return]
+
+
+def test_a_module_attribute_a_forward_reads_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = model_fingerprint(ReadsAModuleAttribute())
+    monkeypatch.setattr(_settings, "SCALE", 3.0)
+    assert model_fingerprint(ReadsAModuleAttribute()) != before
+
+
+def test_a_partial_of_a_local_function_counts_by_its_code_and_arguments() -> None:
+    import functools
+
+    def scaled(factor: float, x: torch.Tensor) -> torch.Tensor:
+        return x * factor
+
+    def shifted(factor: float, x: torch.Tensor) -> torch.Tensor:
+        return x + factor
+
+    keys = {
+        model_fingerprint(Lambda(functools.partial(f, k))) for f in (scaled, shifted) for k in (2, 3)
+    }
+    assert len(keys) == 4
