@@ -42,6 +42,10 @@ def _counts() -> Mapping[str, int]:
     return MappingProxyType({})
 
 
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 @dataclass(frozen=True)
 class PartitionReport:
     backend: str
@@ -50,8 +54,10 @@ class PartitionReport:
     fallbacks: tuple[Fallback, ...] = ()
     boundary: Mapping[str, int] = field(default_factory=_counts)
     pte_bytes: int = 0
-    macs: int = 0  # MACs of the whole model
-    accelerated_macs: int = 0  # MACs inside the accelerated part
+    # MACs of the whole model and of its accelerated part; None where a MAC operator's shapes
+    # are data-dependent (hil.ethos_u.macs): budgets on them are then NOT JUDGED
+    macs: int | None = 0
+    accelerated_macs: int | None = 0
     # CPU operators of the .pte that this ExecuTorch build has no kernel for: a device runtime
     # would refuse the program (Missing operator) unless its build adds one.
     missing_kernels: tuple[str, ...] = ()
@@ -105,8 +111,8 @@ class PartitionReport:
             ),
             boundary=MappingProxyType(dict(data.get("boundary", {}))),
             pte_bytes=int(data.get("pte_bytes", 0)),
-            macs=int(data.get("macs", 0)),
-            accelerated_macs=int(data.get("accelerated_macs", 0)),
+            macs=_count(data.get("macs", 0)),
+            accelerated_macs=_count(data.get("accelerated_macs", 0)),
             missing_kernels=tuple(data.get("missing_kernels", ())),
         )
 

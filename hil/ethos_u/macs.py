@@ -3,7 +3,9 @@
 Counted from the shapes torch.export recorded on each node (`meta["val"]`), for the operators
 whose cost is MACs: convolutions (incl. depthwise and transposed), linear layers and matrix
 products. Elementwise ops, pooling and reductions are not MACs on Ethos-U and are not counted.
-Works on aten and edge-dialect graphs alike (edge ops are matched by their aten name).
+Works on aten and edge-dialect graphs alike (edge ops are matched by their aten name). A MAC
+operator whose shapes are symbolic or data-dependent (after `nonzero`, a boolean mask) has no
+count: the graph's count is then unknown (None), never a smaller number that looks exact.
 """
 
 from __future__ import annotations
@@ -34,11 +36,10 @@ def aten_overload(target: Any) -> Any:
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
-    if isinstance(value, torch.Tensor):
-        try:
-            return tuple(int(d) for d in value.shape)
-        except (TypeError, ValueError):  # symbolic sizes
-            return None
+    """A tensor's concrete shape; None for a symbolic one (reading a data-dependent size as an
+    int would raise torch's GuardOnDataDependentSymNode)."""
+    if isinstance(value, torch.Tensor) and all(type(d) is int for d in value.shape):
+        return tuple(value.shape)
     return None
 
 
@@ -46,18 +47,25 @@ def _val(arg: Any) -> Any:
     return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
 
 
-def node_macs(node: torch.fx.Node) -> int:
-    """MACs of one call_function node; 0 for operators that are not MAC work."""
+MAC_OPS = ("aten.convolution.", "aten.conv", "aten.linear.", "aten.mm.", "aten.bmm.")
+MAC_OPS += ("aten.matmul.", "aten.addmm.")
+
+
+def node_macs(node: torch.fx.Node) -> int | None:
+    """MACs of one call_function node; 0 for operators that are not MAC work, None for a MAC
+    operator whose shapes are not concrete."""
     if node.op != "call_function":
         return 0
     name = op_name(node.target)
+    if not name.startswith(MAC_OPS):
+        return 0
     out = _shape(node.meta.get("val"))
     if out is None:
-        return 0
-    if name.startswith("aten.convolution.") or name.startswith("aten.conv"):
+        return None
+    if name.startswith(("aten.convolution.", "aten.conv")):
         weight = _shape(_val(node.args[1]))
         if weight is None:
-            return 0
+            return None
         if name.startswith("aten.convolution."):
             transposed = bool(node.args[6]) if len(node.args) > 6 else False
         else:  # conv1d/conv2d/conv3d, or conv_transpose1d/2d/3d
@@ -65,18 +73,20 @@ def node_macs(node: torch.fx.Node) -> int:
         if transposed:
             source = _shape(_val(node.args[0]))
             if source is None:
-                return 0
+                return None
             # each input element meets (C_out / groups) x kernel weights
             return math.prod(source) * math.prod(weight[1:])
         return math.prod(out) * math.prod(weight[1:])  # (C_in / groups) x kernel per output
-    if name.startswith(("aten.linear.", "aten.mm.", "aten.bmm.", "aten.matmul.")):
-        first = _shape(_val(node.args[0]))
-        return math.prod(out) * first[-1] if first else 0
-    if name.startswith("aten.addmm."):
-        first = _shape(_val(node.args[1]))
-        return math.prod(out) * first[-1] if first else 0
-    return 0
+    first = _shape(_val(node.args[1] if name.startswith("aten.addmm.") else node.args[0]))
+    return math.prod(out) * first[-1] if first else None
 
 
-def graph_macs(nodes: Iterable[torch.fx.Node]) -> int:
-    return sum(node_macs(n) for n in nodes)
+def graph_macs(nodes: Iterable[torch.fx.Node]) -> int | None:
+    """The nodes' MACs; None when any MAC operator among them has no concrete shapes."""
+    total = 0
+    for node in nodes:
+        macs = node_macs(node)
+        if macs is None:
+            return None
+        total += macs
+    return total

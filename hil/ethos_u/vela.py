@@ -59,15 +59,16 @@ def macs_per_cycle(config: str, a16w8: bool = False) -> float:
     return rate / 2 if a16w8 else float(rate)
 
 
-def utilization(macs: float, per_cycle: float, npu_cycles: float) -> float | None:
-    """(MACs / MACs-per-cycle) / NPU cycles: the fraction of the NPU's peak the model reaches."""
-    if npu_cycles <= 0 or macs <= 0 or per_cycle <= 0:
+def utilization(macs: float | None, per_cycle: float, npu_cycles: float) -> float | None:
+    """(MACs / MACs-per-cycle) / NPU cycles: the fraction of the NPU's peak the model reaches
+    (None where the MACs are unknown: hil.ethos_u.macs)."""
+    if macs is None or npu_cycles <= 0 or macs <= 0 or per_cycle <= 0:
         return None
     return (macs / per_cycle) / npu_cycles
 
 
 def mac_utilization(
-    macs: float, config: str, npu_cycles: float, a16w8: bool = False
+    macs: float | None, config: str, npu_cycles: float, a16w8: bool = False
 ) -> float | None:
     """MAC utilization of `config` (at its 16x8 rate when `a16w8`)."""
     return utilization(macs, macs_per_cycle(config, a16w8), npu_cycles)

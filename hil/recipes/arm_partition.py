@@ -115,15 +115,20 @@ def missing_cpu_kernels(pte: bytes) -> tuple[str, ...]:
     )
 
 
+def _total(*counts: int | None) -> int | None:
+    """A sum of MAC counts, unknown when any part is (hil.ethos_u.macs)."""
+    return None if None in counts else sum(c for c in counts if c is not None)
+
+
 def partition_report(
     edge_program: Any, partitioner: Any, pte_bytes: int, backend: str = "Ethos-U"
 ) -> PartitionReport:
     accelerated: Counter[str] = Counter()
-    accelerated_macs = 0
+    accelerated_macs: int | None = 0
     for lowered in lowered_modules(edge_program):
         inner = list(compute_nodes(lowered.original_module.graph.nodes))
         accelerated.update(op_name(n.target) for n in inner if not _is_boundary(op_name(n.target)))
-        accelerated_macs += graph_macs(inner)
+        accelerated_macs = _total(accelerated_macs, graph_macs(inner))
     cpu = list(compute_nodes(edge_program.graph.nodes))
     boundary = Counter(op_name(n.target) for n in cpu if _is_boundary(op_name(n.target)))
     fallback_nodes = [n for n in cpu if not _is_boundary(op_name(n.target))]
@@ -142,7 +147,7 @@ def partition_report(
         fallbacks=fallbacks,
         boundary=dict(sorted(boundary.items())),
         pte_bytes=pte_bytes,
-        macs=accelerated_macs + graph_macs(fallback_nodes),
+        macs=_total(accelerated_macs, graph_macs(fallback_nodes)),
         accelerated_macs=accelerated_macs,
     )
 

@@ -194,7 +194,7 @@ def _channels_last_case(built: BuiltCase) -> BuiltCase:
     return dataclasses.replace(built, module=module, inputs=inputs, calibration=samples)
 
 
-def cortex_m_report(program: Any, macs: int) -> PartitionReport:
+def cortex_m_report(program: Any, macs: int | None) -> PartitionReport:
     """Which operators became CMSIS-NN kernels (cortex_m::) and which stay on portable kernels."""
     kernels: Counter[str] = Counter()
     glue: Counter[str] = Counter()

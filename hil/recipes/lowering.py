@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
+from torch.utils import _pytree as pytree
 
 from hil.arrays import Array, to_array
 from hil.call import fresh
@@ -67,11 +68,33 @@ def export_program(
     captures it with TorchDynamo, as ExecuTorch's own test harness does."""
     target = module if module is not None else built.module
     step = "torch.export (strict)" if strict else "torch.export"
-    return exporter_step(
-        step,
-        built.case.name,
-        lambda: torch.export.export(target, built.inputs, strict=strict),
-    )
+    return exporter_step(step, built.case.name, lambda: export_flat(target, built.inputs, strict))
+
+
+class FlatOutputs(torch.nn.Module):
+    """The model with its outputs as a flat tuple, in the order the verdict reads them
+    (flatten_outputs)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, *args: Any) -> tuple[torch.Tensor, ...]:
+        return tuple(flatten_outputs(self.model(*args)))
+
+
+def export_flat(module: torch.nn.Module, inputs: Inputs, strict: bool = False) -> Any:
+    """torch.export, with outputs a program can be saved with. A model returning a named
+    tuple (`torch.topk`'s torch.return_types.topk, a collections.namedtuple) exports, but neither
+    torch.export.save nor ExecuTorch's serializer can name its type ("No registered
+    serialization name"): it is exported again with its outputs flattened. Other models export
+    as they are, so their programs stay byte-identical to ExecuTorch's own flow."""
+    program = torch.export.export(module, inputs, strict=strict)
+    try:
+        pytree.treespec_dumps(program.call_spec.out_spec)
+    except NotImplementedError:
+        return torch.export.export(FlatOutputs(module), inputs, strict=strict)
+    return program
 
 
 def output_scales(graph: torch.fx.GraphModule) -> tuple[float | None, ...]:

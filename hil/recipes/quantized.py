@@ -50,6 +50,7 @@ from hil.locks import file_lock
 from hil.recipes import rounding
 from hil.recipes.branch_bias import as_lowered
 from hil.recipes.lowering import (
+    export_flat,
     export_program,
     exporter_step,
     output_scales,
@@ -78,7 +79,7 @@ def prepare(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:
     """torch.export, then PT2E prepare: the model with the quantizer's observers in place."""
     # check_guards=False: torch 2.13 otherwise inserts a _guards_fn call that the
     # quantizer annotations and the Arm passes do not expect.
-    graph = torch.export.export(built.module, built.inputs).module(check_guards=False)
+    graph = export_flat(built.module, built.inputs).module(check_guards=False)
     if has_control_flow(graph) and quantizes_branches(quantizer):
         return prepare_with_branches(graph, quantizer)
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e

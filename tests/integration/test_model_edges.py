@@ -60,3 +60,28 @@ def test_a_program_the_reference_operators_cannot_run_is_not_judged(session: Ses
     result = session.check(case, "cortex-m55-ref", "cortex-m")
     assert result.verdict == "NOT JUDGED", result.failure_message()
     assert "qemu-m55" in (result.not_judged_message() or "")
+
+
+class TopK(torch.nn.Module):
+    """Returns torch.return_types.topk, a named tuple no program serializer can name."""
+
+    def forward(self, x: torch.Tensor) -> torch.return_types.topk:
+        return torch.topk(x, 3)
+
+
+@pytest.mark.parametrize(
+    ("target", "recipe"),
+    [("host", "portable"), ("host", "xnnpack-int8"), ("tosa-fp-ref", "tosa-fp")],
+)
+def test_a_model_returning_a_named_tuple_is_judged_on_its_values(
+    session: Session, target: str, recipe: str
+) -> None:
+    """ExecuTorch's `topk` and `sort` model rows raised a raw NotImplementedError ("No
+    registered serialization name for torch.return_types.topk") when the program was saved."""
+    case = Case("topk_values_indices", TopK, lambda: (torch.linspace(-4, 4, 16).reshape(2, 8),))
+    result = session.check(case, target, recipe)
+    assert result.passed, result.failure_message()
+    import numpy as np
+
+    with np.load(result.arrays_path) as arrays:  # values and indices, in the tuple's order
+        assert {"output0", "output1", "reference0", "reference1"} <= set(arrays.files)

@@ -8,7 +8,7 @@ from torch import nn
 from hil.ethos_u.macs import graph_macs, op_name
 
 
-def macs_of(module: nn.Module, *inputs: torch.Tensor) -> int:
+def macs_of(module: nn.Module, *inputs: torch.Tensor) -> int | None:
     program = torch.export.export(module.eval(), inputs)
     return graph_macs(program.graph.nodes)
 
@@ -51,3 +51,30 @@ def test_elementwise_and_pooling_are_not_macs() -> None:
 def test_op_names() -> None:
     assert op_name(torch.ops.aten.convolution.default) == "aten.convolution.default"
     assert op_name(torch.ops.aten.add.Tensor) == "aten.add.Tensor"
+
+
+class AfterNonzero(nn.Module):
+    """A matrix product on rows a mask picks: its shape is known only at run time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x[x.sum(dim=1) > 0])
+
+
+class NonzeroBesideLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.linear(x), torch.nonzero(x)
+
+
+def test_data_dependent_shapes_give_no_count_rather_than_a_raw_error() -> None:
+    """ExecuTorch's `nonzero` model test raised torch's GuardOnDataDependentSymNode here."""
+    assert macs_of(AfterNonzero(), torch.randn(6, 8)) is None
+    # a data-dependent operator that is not MAC work leaves the count exact
+    assert macs_of(NonzeroBesideLinear(), torch.randn(6, 8)) == 6 * 4 * 8
