@@ -34,6 +34,7 @@ from types import MappingProxyType
 
 from hil.artifacts.tosa_graph import TosaGraph
 from hil.capture import captured_output
+from hil.compat.vela import command_stream
 from hil.errors import ExploreError
 
 VERBOSE_FLAGS = ("--verbose-performance", "--enable-debug-db")
@@ -126,7 +127,7 @@ def _compile(tosa: bytes, flags: list[str], folder: Path) -> bytes:
             fix="check that the installed ethos-u-vela is the one that exported the artifact",
         ) from e
     (folder / "vela.log").write_text("".join(printed))
-    return bytes(result.processed_bytes)
+    return command_stream(result)
 
 
 def _table(xml: str, name: str) -> list[dict[str, str]]:

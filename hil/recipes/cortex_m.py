@@ -1,10 +1,11 @@
 """The Cortex-M recipe: CortexMQuantizer, to_edge with the Cortex-M config, the cortex_m passes.
 
 Following ExecuTorch's own compile script (backends/arm/scripts/aot_arm_compiler.py): the model
-and its 4-D inputs go channels-last, the quantized program is lowered to edge with
-`cortex_m_edge_compile_config()`, and `CortexMPassManager` rewrites quantized patterns into
-`cortex_m::` operators (CMSIS-NN kernels on the device). Nothing is delegated: the partition
-report lists which operators became CMSIS-NN kernels and which stay on portable kernels.
+and its 4-D inputs go channels-last, the quantized program is lowered to edge with the
+backend's edge config (hil.compat.cortex_m), and `CortexMPassManager` rewrites quantized
+patterns into `cortex_m::` operators (CMSIS-NN kernels on the device). Nothing is delegated:
+the partition report lists which operators became CMSIS-NN kernels and which stay on portable
+kernels.
 
 Options: cpu ("cortex-m55", "cortex-m85", ...; selects the CMSIS-NN backend: MVE, DSP, scalar)
 and int16_activations (per-tensor ops with 16-bit activations where the kernels support it).
@@ -29,6 +30,7 @@ import torch
 from hil.artifacts.partition import Fallback, PartitionReport
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
+from hil.compat.cortex_m import edge_compile_config, quantizer
 from hil.errors import UsageError
 from hil.ethos_u.macs import graph_macs, op_name
 from hil.recipes.arm_partition import compute_nodes, missing_cpu_kernels
@@ -96,14 +98,7 @@ class CortexMRecipe(Recipe):
             raise UsageError(f"recipe {self.name}: int16_activations must be true or false")
 
     def quantizer(self) -> Any:
-        from executorch.backends.cortex_m.quantizer.quantization_configs import (
-            INT8_PER_TENSOR_CONFIG,
-            INT16_PER_TENSOR_CONFIG,
-        )
-        from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
-
-        int16 = self.options["int16_activations"]
-        return CortexMQuantizer(INT16_PER_TENSOR_CONFIG if int16 else INT8_PER_TENSOR_CONFIG)
+        return quantizer(self.options["int16_activations"])
 
     def quantized_model(self, built: BuiltCase, workdir: Path) -> QuantizedModel:
         root = self.shared_dir / "quantized" if self.shared_dir else workdir / ".quantized"
@@ -117,9 +112,6 @@ class CortexMRecipe(Recipe):
     def export(self, built: BuiltCase, workdir: Path) -> ExportProduct:
         import executorch.backends.cortex_m.passes  # registers the cortex_m:: operators
         import executorch.kernels.quantized  # noqa: F401  (quantize/dequantize out-variants)
-        from executorch.backends.cortex_m.edge_compile_config import (
-            cortex_m_edge_compile_config,
-        )
         from executorch.backends.cortex_m.passes.cortex_m_pass_manager import (
             CortexMPassManager,
         )
@@ -132,9 +124,7 @@ class CortexMRecipe(Recipe):
         target = CortexMTargetConfig.from_target_string(self.options["cpu"])
 
         def lower() -> tuple[Any, Any]:
-            edge = to_edge_transform_and_lower(
-                model.program, compile_config=cortex_m_edge_compile_config()
-            )
+            edge = to_edge_transform_and_lower(model.program, compile_config=edge_compile_config())
             before = edge.exported_program()
             macs = graph_macs(before.graph.nodes)
             # As ExecuTorch's aot_arm_compiler does: the transformed program replaces forward.

@@ -20,6 +20,7 @@ from typing import Any
 
 from hil.artifacts.parts import VelaSummary
 from hil.capture import captured_output
+from hil.compat.vela import command_stream
 from hil.errors import ExportError
 from hil.ethos_u.vela import read_summary
 from hil.recipes.lowering import exporter_step
@@ -48,7 +49,7 @@ def _compile(graph: bytes, flags: list[str], folder: Path) -> tuple[bytes, str]:
 
     with captured_output() as printed:
         result = vela_compile(graph, list(flags), intermediate_path=str(folder))
-    return bytes(result.processed_bytes), "".join(printed)
+    return command_stream(result), "".join(printed)
 
 
 def _lower_again(module: Any, spec: Any) -> bytes:

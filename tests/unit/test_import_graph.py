@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("kinds", "arrays", "locks", "processes", "progress", "threads", "paths", "bundled",
      "capture", "call", "tolerance_override"),  # foundations: no torch, no device
+    ("compat",),  # where the supported ExecuTorch versions differ, asked as capabilities
     ("settings",),  # a device file's typed keys
     ("devices",),  # the registry of device files
     ("timing", "case"),  # latency budgets; what one check runs

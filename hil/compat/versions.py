@@ -1,0 +1,142 @@
+"""The torch and ExecuTorch hil runs beside, and whether hil was tested with them.
+
+hil is installed into its user's environment, beside the ExecuTorch they already have: a
+release from the registry, or one built from a source checkout (operator authors work on
+ExecuTorch's main). Supported: the ExecuTorch minor releases in TESTED_MINORS, each with the
+torch it asks for, and any source checkout (its commit named everywhere a version is). Outside
+that, hil says so in one sentence before any work starts, not with an AttributeError inside a
+stage; `HIL_UNTESTED_EXECUTORCH=1` goes on anyway, and every record then carries the sentence.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from hil.errors import UsageError
+
+# ExecuTorch minor releases hil is tested with (make test: the newest; make compat: the older)
+TESTED_MINORS = ("1.4", "1.5")
+NEWEST = "1.5.1"  # what `make setup` installs (constraints.txt)
+ALLOW_UNTESTED = "HIL_UNTESTED_EXECUTORCH"
+
+
+@dataclass(frozen=True)
+class Installed:
+    """The torch and ExecuTorch in this environment, as a record names them."""
+
+    torch: str
+    executorch: str  # the distribution's version, "absent" when not installed
+    executorch_commit: str | None  # the commit it was built from, when it says
+    source_checkout: str | None  # the folder it was installed from, for a source build
+
+    @property
+    def minor(self) -> str | None:
+        found = re.match(r"(\d+)\.(\d+)(?:\.\d+)?", self.executorch)
+        return f"{found[1]}.{found[2]}" if found else None
+
+    @property
+    def released(self) -> bool:
+        """A release as the registry has it (1.5.1, 1.5.1+cpu), not a dev or source build."""
+        return re.fullmatch(r"\d+\.\d+\.\d+(\+[a-z0-9]+)?", self.executorch) is not None
+
+    @property
+    def supported(self) -> bool:
+        if self.source_checkout is not None:
+            return True
+        return self.released and self.minor in TESTED_MINORS
+
+    def describe(self) -> str:
+        """'torch 2.13.0, ExecuTorch 1.5.1 (commit 3b60683)' and where a source build came from."""
+        executorch = f"ExecuTorch {self.executorch}"
+        if self.executorch_commit:
+            executorch += f" (commit {self.executorch_commit[:12]})"
+        if self.source_checkout:
+            executorch += f" built from the source checkout {self.source_checkout}"
+        return f"torch {self.torch}, {executorch}"
+
+    def sentence(self) -> str:
+        """Whether hil was tested with these, in one sentence."""
+        tested = " and ".join(f"{m}.x" for m in TESTED_MINORS)
+        if self.executorch == "absent":
+            return (
+                f"ExecuTorch is not installed beside torch {self.torch}: hil needs ExecuTorch "
+                f"{tested} (pip install 'executorch[ethos-u]=={NEWEST}')"
+            )
+        if self.supported:
+            how = "a source checkout" if self.source_checkout else "tested"
+            return f"{self.describe()}: {how}, within hil's supported ExecuTorch {tested}"
+        return (
+            f"{self.describe()} is outside the ExecuTorch hil is tested with ({tested}, or a "
+            f"source checkout): exports, runners and ExecuTorch's own tests are not expected to "
+            f"work; install executorch {tested} (make setup installs {NEWEST}), or set "
+            f"{ALLOW_UNTESTED}=1 to try anyway"
+        )
+
+    def as_record(self) -> dict[str, str | None]:
+        return {
+            "torch": self.torch,
+            "executorch": self.executorch,
+            "executorch_commit": self.executorch_commit,
+            "executorch_source": self.source_checkout,
+        }
+
+
+@functools.cache
+def installed() -> Installed:
+    """What this environment has (read once: a process does not change its ExecuTorch)."""
+    torch = _version("torch")
+    executorch = _version("executorch")
+    return Installed(torch, executorch, _commit(), _source_folder())
+
+
+def require_supported() -> Installed:
+    """The installed versions, or a UsageError with the sentence when hil was not tested with
+    them (unless HIL_UNTESTED_EXECUTORCH=1)."""
+    found = installed()
+    if found.supported or os.environ.get(ALLOW_UNTESTED) == "1":
+        return found
+    raise UsageError(
+        found.sentence(),
+        fix=f"install ExecuTorch {NEWEST} (or an earlier supported release), or set "
+        f"{ALLOW_UNTESTED}=1 to run on {found.executorch} at your own risk",
+    )
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _commit() -> str | None:
+    """The commit ExecuTorch says it was built from (executorch/version.py), if any."""
+    try:
+        from executorch.version import git_version
+    except ImportError:
+        return None
+    return str(git_version) if git_version else None
+
+
+def _source_folder() -> str | None:
+    """The local folder pip installed ExecuTorch from (PEP 610 direct_url.json), for a build
+    from a source checkout; None for a wheel from a registry."""
+    try:
+        text = importlib.metadata.distribution("executorch").read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    try:
+        url = json.loads(text)
+    except ValueError:
+        return None
+    location = str(url.get("url", ""))
+    if "dir_info" not in url or not location.startswith("file://"):
+        return None
+    return location.removeprefix("file://")
