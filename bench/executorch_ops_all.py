@@ -1,9 +1,20 @@
-"""ExecuTorch's whole Arm operator-test folder (156 files) by their harness and through
-`-p hil.executorch_ops` on u55-ref, u85-ref, host, tosa-fp-ref and vgf-emu (issues #26, #32, #33).
+"""ExecuTorch's whole Arm operator-test folder (156 files), or model-test folder, by their harness
+and through `-p hil.executorch_ops` on u55-ref, u85-ref, host, tosa-fp-ref and vgf-emu (issues #26,
+#32, #33).
 
     .venv/bin/python bench/executorch_ops_all.py                     # every file (hours)
     .venv/bin/python bench/executorch_ops_all.py --files test_relu test_add
     .venv/bin/python bench/executorch_ops_all.py --part-size 20 --no-warm
+    .venv/bin/python bench/executorch_ops_all.py --folder models     # their model tests
+    .venv/bin/python bench/executorch_ops_all.py --folder models --files test_resnet8
+
+`--folder models` runs their model tests (backends/arm/test/models) the same way, on u85-ref,
+u55-ref, host and tosa-fp-ref unless --targets says otherwise (vgf-emu too, if named); their kept
+runs of it are under `.hil/bench/theirs-models/`, apart from the op folder's. Nothing here may
+download, so the model files and tests that need a download (hub or pretrained weights, a
+checkpoint not shipped) or a package not installed here are left out by name
+(their_harness.LEFT_OUT, each with why; the list is printed): hil runs none of them and none of
+theirs is counted (their harness is not given the files, and skips the tests itself).
 
 Their side is bench/their_harness.py's kept runs (`.hil/bench/theirs/`, built up in parts
 over several runs, each part's junit and wall time kept): files it has not run yet are run
@@ -47,20 +58,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from npu_vs_executorch import REPO, Run, junit_outcomes, junit_seconds, ops_folder, pytest_run
+from npu_vs_executorch import REPO, Run, junit_outcomes, junit_seconds, pytest_run, their_folder
 from their_harness import (
-    KEPT,
+    FOLDERS,
+    LEFT_OUT,
     SELECTION,
     WITHOUT_VGF,
     all_files,
     claim,
     covers,
+    kept_dir,
     kept_parts,
     run_part,
+    runnable,
     save,
 )
 
 TARGETS = ("u55-ref", "u85-ref", "host", "tosa-fp-ref", "vgf-emu")
+# their model folder: vgf-emu only when named (their VGF rows were half their time on ops)
+DEFAULT_TARGETS = {"ops": TARGETS, "models": ("u85-ref", "u55-ref", "host", "tosa-fp-ref")}
+
 RECIPES = (
     "ethos-u",
     "cortex-m",
@@ -151,10 +168,16 @@ def asks_their_question(side: HilSide, case: str, target: str) -> bool:
 
 
 def run_hil(
-    parts: list[list[str]], work: Path, base: dict[str, str], label: str, targets: list[str]
+    parts: list[list[str]],
+    work: Path,
+    base: dict[str, str],
+    label: str,
+    targets: list[str],
+    folder: str = "ops",
 ) -> HilSide:
+    selects = base.get("HIL_BENCH_CASES") or base.get("HIL_BENCH_LEFT_OUT")
     plugin = [
-        *(["-p", "only_cases"] if base.get("HIL_BENCH_CASES") else []),
+        *(["-p", "only_cases"] if selects else []),
         "-p",
         "hil.executorch_ops",
         f"--hil-devices={REPO / 'devices'}",
@@ -163,7 +186,7 @@ def run_hil(
     ]
     side = HilSide({}, {}, 0.0, 0.0)
     for n, part in enumerate(parts):
-        paths = [str(ops_folder() / f"{f}.py") for f in part]
+        paths = [str(their_folder(folder) / f"{f}.py") for f in part]
         env = {**base, "HIL_RESULTS_DIR": str(work / f"results-{label}-{n}")}
         side.start_up += pytest_run(
             f"{label} start-up {n}",
@@ -182,7 +205,7 @@ def run_hil(
 
 
 def run_theirs_now(
-    parts: list[list[str]], work: Path, base: dict[str, str], selection: str
+    parts: list[list[str]], work: Path, base: dict[str, str], selection: str, folder: str = "ops"
 ) -> dict[str, float]:
     """Their harness on the same cases as hil's runs (the listed ones with --their-passed-only),
     in this invocation: pytest's seconds per case. Nothing is kept."""
@@ -190,7 +213,7 @@ def run_theirs_now(
     select = ["-p", "only_cases"] if listed else ["-k", selection]
     seconds: dict[str, float] = {}
     for n, part in enumerate(parts):
-        paths = [str(ops_folder() / f"{f}.py") for f in part]
+        paths = [str(their_folder(folder) / f"{f}.py") for f in part]
         label = f"theirs now part {n}"
         pytest_run(label, [*select, *paths], work, base, with_hil=False)
         seconds.update(junit_seconds(work / f"{label.replace(' ', '_')}.xml"))
@@ -232,9 +255,11 @@ def main() -> int:
         "--targets",
         nargs="+",
         choices=TARGETS,
-        default=list(TARGETS),
-        help="hil's targets (default: all five; their own questions need tosa-fp-ref, "
-        "u85-ref, u55-ref and vgf-emu)",
+        help="hil's targets (default: all five for ops, all but vgf-emu for models; their "
+        "own questions need tosa-fp-ref, u85-ref, u55-ref and vgf-emu)",
+    )
+    parser.add_argument(
+        "--folder", choices=FOLDERS, default="ops", help="their test folder (default ops)"
     )
     parser.add_argument(
         "--their-passed-only",
@@ -255,7 +280,10 @@ def main() -> int:
         help="print the report of a finished run's work folder again (with --files: its files)",
     )
     args = parser.parse_args()
-    files = args.files or all_files()
+    folder = args.folder
+    targets = args.targets or list(DEFAULT_TARGETS[folder])
+    left_out = LEFT_OUT.get(folder, {})
+    files = runnable(args.files or all_files(folder), folder)
     work = args.report or Path(tempfile.mkdtemp(prefix="hil-et-all-"))
     base = {
         **os.environ,
@@ -263,27 +291,33 @@ def main() -> int:
         "PYTHONPATH": str(REPO),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
-    print(f"ExecuTorch's Arm op tests: {len(files)} files; hil on {', '.join(args.targets)}")
+    print(f"ExecuTorch's Arm {folder[:-1]} tests: {len(files)} files; hil on {', '.join(targets)}")
+    tests_left_out = print_left_out(left_out, args.files or all_files(folder))
+    if tests_left_out:  # hil's side deselects them; their side skips them itself, not counted
+        base["HIL_BENCH_LEFT_OUT"] = ",".join(sorted(tests_left_out))
+        base["PYTHONPATH"] = os.pathsep.join([str(REPO / "bench"), str(REPO)])
     # their VGF rows are judged only on vgf-emu: without it, their runs leave them out
-    selection = SELECTION if "vgf-emu" in args.targets else WITHOUT_VGF
-    kept = {f for p in kept_parts() if covers(p, selection) for f in p.files}
+    selection = SELECTION if "vgf-emu" in targets else WITHOUT_VGF
+    kept = {f for p in kept_parts(folder) if covers(p, selection) for f in p.files}
     missing = [f for f in files if f not in kept]
     if missing and not args.no_their_runs:
         for i in range(0, len(missing), 12):
-            mine = claim(missing[i : i + 12], selection)
+            mine = claim(missing[i : i + 12], selection, folder)
             if mine:
-                save(run_part(mine, work, base, selection))
-    parts = [p for p in kept_parts() if covers(p, selection) and set(p.files) & set(files)]
+                save(run_part(mine, work, base, selection, folder), folder)
+    parts = [p for p in kept_parts(folder) if covers(p, selection) and set(p.files) & set(files)]
     theirs: dict[str, tuple[str, str]] = {}
     their_seconds: dict[str, float] = {}
     stems = {Path(f).name for f in files}  # a kept part may hold other files than these
     for part in parts:
-        theirs.update(junit_outcomes(KEPT / part.junit))
-        their_seconds.update(junit_seconds(KEPT / part.junit))
+        theirs.update(junit_outcomes(kept_dir(folder) / part.junit))
+        their_seconds.update(junit_seconds(kept_dir(folder) / part.junit))
     theirs = {
         case: seen
         for case, seen in theirs.items()
-        if case.split("::")[0] in stems and (selection == SELECTION or "vgf" not in case.lower())
+        if case.split("::")[0] in stems
+        and case.split("[")[0] not in tests_left_out
+        and (selection == SELECTION or "vgf" not in case.lower())
     }
     days = sorted({p.day for p in parts})
     print(
@@ -302,7 +336,7 @@ def main() -> int:
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     if args.their_now:
         if args.report is None:
-            their_seconds = run_theirs_now(chunks, work, base, selection)
+            their_seconds = run_theirs_now(chunks, work, base, selection, folder)
         else:
             their_seconds = {}
             for report_file in sorted(work.glob("theirs_now_part_*.xml")):
@@ -310,11 +344,27 @@ def main() -> int:
     if args.report is not None:
         cold, warm = read_hil(work, "cold"), read_hil(work, "warm")
     else:
-        cold = run_hil(chunks, work, base, "cold", args.targets)
-        warm = None if args.no_warm else run_hil(chunks, work, base, "warm", args.targets)
+        cold = run_hil(chunks, work, base, "cold", targets, folder)
+        warm = None if args.no_warm else run_hil(chunks, work, base, "warm", targets, folder)
     report(theirs, their_seconds, cold, warm)
     print(f"  (work folder, with each part's results: {work})")
     return 0
+
+
+def print_left_out(left_out: dict[str, str], wanted: list[str]) -> set[str]:
+    """Print what of `wanted` (file stems) is left out by name, and why; the tests left out
+    (not whole files), as their case ids without parameters, are returned."""
+    stems = {Path(f).name for f in wanted}
+    shown = {
+        name: why
+        for name, why in left_out.items()
+        if name in wanted or ("::" in name and name.split("::")[0] in stems)
+    }
+    if shown:
+        print(f"  left out by name, {len(shown)} (hil runs none; none of theirs is counted):")
+    for why in dict.fromkeys(shown.values()):
+        print(f"    {', '.join(n for n, w in shown.items() if w == why)}: {why}")
+    return {name for name in shown if "::" in name}
 
 
 def report(

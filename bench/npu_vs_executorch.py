@@ -71,10 +71,11 @@ class Run:
         return ", ".join(f"{n} {o}" for o, n in sorted(found.items())) or "nothing ran"
 
 
-def ops_folder() -> Path:
+def their_folder(folder: str = "ops") -> Path:
+    """Their Arm test folder in the installed wheel: "ops" (operator tests) or "models"."""
     import executorch
 
-    return Path(next(iter(executorch.__path__))) / "backends" / "arm" / "test" / "ops"
+    return Path(next(iter(executorch.__path__))) / "backends" / "arm" / "test" / folder
 
 
 def junit_cases(path: Path, suffix: str = "") -> Iterator[tuple[str, ET.Element]]:
@@ -166,7 +167,7 @@ def main() -> int:
     )
     parser.add_argument("-k", default="tosa_INT", help="their test selection (default tosa_INT)")
     args = parser.parse_args()
-    folder = ops_folder()
+    folder = their_folder()
     files = [str(folder / f"{name}.py") for name in args.files]
     work = Path(tempfile.mkdtemp(prefix="hil-et-ops-"))
     (work / "speedup").mkdir()
