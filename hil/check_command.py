@@ -164,6 +164,10 @@ def build_module(factory: Any, reference: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from hil.compat.versions import require_supported
+
+    print(f"hil: {require_supported().sentence()}", file=sys.stderr)
+
     from hil.case import case_from_module, seeded
     from hil.devices import DeviceRegistry, default_device_dirs
     from hil.library import Session

@@ -95,13 +95,17 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """What each target needs on this machine, what is missing, and how to fix it."""
+    from hil.compat.versions import installed
     from hil.doctor import diagnose, render
 
     registry = _registry(args)
     specs = [registry.get(name) for name in args.target] if args.target else list(registry)
     diagnoses = [diagnose(spec) for spec in specs]
+    found = installed()
+    print(f"{found.sentence()}\n")
     print("\n".join(render(diagnoses)))
-    return 1 if args.strict and not all(d.ready for d in diagnoses) else 0
+    ready = all(d.ready for d in diagnoses) and found.supported
+    return 1 if args.strict and not ready else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

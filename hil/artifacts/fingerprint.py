@@ -49,6 +49,7 @@ import numpy as np
 import torch
 
 from hil.artifacts.libraries import library_of
+from hil.compat.versions import installed
 
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 MAX_DEPTH = 12  # config objects nest; deeper than this is a cycle or a runtime handle
@@ -457,6 +458,9 @@ def tool_versions() -> Mapping[str, str]:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             versions[dist] = "absent"
+    built_from = installed()
+    if built_from.source_checkout:  # a source build keeps its version across commits
+        versions["executorch_commit"] = str(built_from.executorch_commit)
     return types.MappingProxyType(versions)
 
 

@@ -49,7 +49,9 @@ class Probe:
         return tensors_fingerprint(self.inputs)
 
 
-def write_probe(folder: Path, case: str, inputs: Sequence[torch.Tensor], outputs: Sequence[Array]) -> None:
+def write_probe(
+    folder: Path, case: str, inputs: Sequence[torch.Tensor], outputs: Sequence[Array]
+) -> None:
     """Keep the probe beside an entry being built (torch.save: every dtype, bfloat16 too)."""
     torch.save(
         {

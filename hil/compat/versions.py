@@ -61,19 +61,23 @@ class Installed:
 
     def sentence(self) -> str:
         """Whether hil was tested with these, in one sentence."""
-        tested = " and ".join(f"{m}.x" for m in TESTED_MINORS)
+        tested = " or ".join(f"{m}.x" for m in TESTED_MINORS)
         if self.executorch == "absent":
             return (
                 f"ExecuTorch is not installed beside torch {self.torch}: hil needs ExecuTorch "
                 f"{tested} (pip install 'executorch[ethos-u]=={NEWEST}')"
             )
+        if self.source_checkout:
+            return (
+                f"{self.describe()}: a source checkout, supported as hil finds what it needs "
+                f"there (the releases tested are {tested})"
+            )
         if self.supported:
-            how = "a source checkout" if self.source_checkout else "tested"
-            return f"{self.describe()}: {how}, within hil's supported ExecuTorch {tested}"
+            return f"{self.describe()}: a release hil is tested with ({tested})"
         return (
             f"{self.describe()} is outside the ExecuTorch hil is tested with ({tested}, or a "
             f"source checkout): exports, runners and ExecuTorch's own tests are not expected to "
-            f"work; install executorch {tested} (make setup installs {NEWEST}), or set "
+            f"work; install ExecuTorch {tested} (make setup installs {NEWEST}), or set "
             f"{ALLOW_UNTESTED}=1 to try anyway"
         )
 

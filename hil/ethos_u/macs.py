@@ -47,8 +47,10 @@ def _val(arg: Any) -> Any:
     return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
 
 
-MAC_OPS = ("aten.convolution.", "aten.conv", "aten.linear.", "aten.mm.", "aten.bmm.")
-MAC_OPS += ("aten.matmul.", "aten.addmm.")
+MAC_OPS: tuple[str, ...] = (
+    *("aten.convolution.", "aten.conv", "aten.linear."),
+    *("aten.mm.", "aten.bmm.", "aten.matmul.", "aten.addmm."),
+)
 
 
 def node_macs(node: torch.fx.Node) -> int | None:

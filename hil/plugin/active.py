@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from hil.case import Case
+from hil.compat.versions import installed, require_supported
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
 from hil.plugin import allure_hooks, lab_hooks, report_hooks
@@ -42,6 +43,7 @@ def activate(config: pytest.Config) -> HilState:
     before = manager.get_plugins()
     options = read_options(config)
     try:
+        require_supported()  # outside the tested ExecuTorch: one sentence, before any work
         registry = DeviceRegistry.from_dirs(
             list(options.device_dirs) or default_device_dirs(config.rootpath)
         )
@@ -158,9 +160,12 @@ class HilPlugin:
         self.results_file: Path | None = None
         self.seen: set[tuple[str, int]] = set()
 
-    def pytest_report_header(self) -> str:
+    def pytest_report_header(self) -> list[str]:
         targets = ", ".join(self.state.options.targets)
-        return f"hil: targets {targets}; cache {self.state.session.cache.root}"
+        return [
+            f"hil: targets {targets}; cache {self.state.session.cache.root}",
+            f"hil: {installed().sentence()}",
+        ]
 
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]

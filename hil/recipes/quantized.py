@@ -41,8 +41,8 @@ import torch
 from hil.arrays import Array
 from hil.artifacts.fingerprint import module_source_digest, tensor_fingerprint
 from hil.artifacts.keys import key_of
-from hil.artifacts.probe import difference_key, read_probe, served_collision, write_probe
 from hil.artifacts.parts import OutputSensitivity
+from hil.artifacts.probe import difference_key, read_probe, served_collision, write_probe
 from hil.call import fresh
 from hil.case import BuiltCase
 from hil.errors import CacheError, ExportError

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.artifacts.fingerprint import tool_versions
+from hil.compat.versions import installed
 from hil.devices import DeviceSpec
 from hil.recipes import speedups
 
@@ -133,6 +134,11 @@ def tool_inventory() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             versions[dist] = "absent"
     versions["python"] = platform.python_version()
+    found = installed()  # a source build's commit and folder: its version alone names no code
+    if found.executorch_commit:
+        versions["executorch_commit"] = found.executorch_commit
+    if found.source_checkout:
+        versions["executorch_source"] = found.source_checkout
     return versions
 
 

@@ -171,7 +171,6 @@ class References:
             log.warning("rebuilt %s [%s]: %s", name, recipe.name, artifact.rebuilt_because)
         return artifact
 
-
     def collision(self, built: BuiltCase, artifact: Artifact) -> str | None:
         """How `built`'s model differs from the one that made the served `artifact` (None when
         it is the same, or when there is nothing to compare: a program made now, an entry from

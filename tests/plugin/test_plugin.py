@@ -397,3 +397,24 @@ def test_runner_targets_profile_each_check_unless_asked_not_to(project: pytest.P
     quiet.assert_outcomes(passed=1)
     (record,) = [json.loads(line) for line in records.read_text().splitlines()]
     assert record["profile"] is None and not record["profile_line"]
+
+
+def test_an_unsupported_executorch_is_one_sentence_before_any_work(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hil.compat import versions
+
+    old = versions.Installed("2.13.0", "1.2.0", None, None)
+    monkeypatch.setattr(versions, "installed", lambda: old)
+    monkeypatch.delenv(versions.ALLOW_UNTESTED, raising=False)
+    result = project.runpytest("--target=host")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ExecuTorch 1.2.0 is outside the ExecuTorch hil is tested with*"])
+    assert "Traceback" not in result.stderr.str() and "AttributeError" not in result.stdout.str()
+
+
+def test_the_header_names_torch_executorch_and_the_range(project: pytest.Pytester) -> None:
+    result = project.runpytest("--target=host", "--collect-only")
+    result.stdout.fnmatch_lines(
+        ["hil: torch *, ExecuTorch *: a release hil is tested with (1.4.x or 1.5.x)"]
+    )

@@ -284,7 +284,9 @@ def test_factory_made_library_classes_count_by_the_function_they_close_over() ->
 
 def wrapper_class(function, module: str = "torch.nn.modules.linear"):  # type: ignore[no-untyped-def]
     """A class made by type() under a library's module and a name another class holds there."""
-    return type("Linear", (nn.Module,), {"__module__": module, "forward": lambda self, x: function(x)})
+    return type(
+        "Linear", (nn.Module,), {"__module__": module, "forward": lambda self, x: function(x)}
+    )
 
 
 def test_a_class_made_by_type_under_a_library_name_is_walked() -> None:
@@ -332,6 +334,8 @@ def test_a_partial_of_a_local_function_counts_by_its_code_and_arguments() -> Non
         return x + factor
 
     keys = {
-        model_fingerprint(Lambda(functools.partial(f, k))) for f in (scaled, shifted) for k in (2, 3)
+        model_fingerprint(Lambda(functools.partial(f, k)))
+        for f in (scaled, shifted)
+        for k in (2, 3)
     }
     assert len(keys) == 4
