@@ -36,7 +36,7 @@ APT_PROBES   := qemu-system-arm qemu-aarch64 arm-none-eabi-gcc aarch64-linux-gnu
 APT_HEADERS  := /usr/include/zlib.h /usr/include/openssl/sha.h \
 	/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
 
-.PHONY: suites suites-m55 test setup system-deps lint bench docs clean
+.PHONY: suites suites-m55 test compat setup system-deps lint bench docs clean
 
 # The suites end by writing the certification report (also when a case failed) and print its
 # path; the exit status stays pytest's. REPORT_ARGS="--baseline OLD/report.json" adds the changes.
@@ -64,16 +64,33 @@ suites-m55: setup
 test: setup
 	$(BIN)/pytest tests $(TEST_ARGS)
 
+# The older ExecuTorch release hil supports (docs/compatibility.md), beside hil as a user has it:
+# a venv of its own with ExecuTorch 1.4.1 and its torch, hil installed next to them without
+# replacing either, and the suites on the targets where 1.4 and 1.5 differ. vboard skips there,
+# naming the version (1.4.1's wheel has no runtime for a program built outside Python).
+COMPAT_VENV    := .venv-compat
+COMPAT_TARGETS ?= host u85-ref cortex-m55-ref vboard
+compat: setup $(COMPAT_VENV)/.installed
+	$(COMPAT_VENV)/bin/pytest suites -q $(addprefix --target=,$(COMPAT_TARGETS)) -rs \
+		--hil-results-dir=.hil/results-compat --hil-cache-dir=.hil/cache-compat $(SUITE_ARGS)
+
+$(COMPAT_VENV)/.installed: pyproject.toml constraints-compat.txt
+	$(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_VENV)/bin/pip install --quiet --upgrade pip
+	$(COMPAT_VENV)/bin/pip install --quiet -c constraints-compat.txt torch 'executorch[ethos-u]'
+	$(COMPAT_VENV)/bin/pip install --quiet -c constraints-compat.txt -e '.[lab,suites]'
+	touch $@
+
 setup: system-deps $(STAMP) $(EXPLORER_STAMP)
 	@$(BIN)/python -m hil.sdk.aarch64 >/dev/null  # the Pi's aarch64 executorch SDK, fetched once
 
 # torch is installed first and pinned: this machine serves torch 2.13.0 (CPU) from local disk,
 # and an unpinned resolve may pull a multi-GB CUDA build instead.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,lab,suites,vgf,docs]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,lab,suites,vgf,docs]'
 	touch $(STAMP)
 
 # Installed by hil's own installer (what `hil explore` runs on first use); redone when the pinned

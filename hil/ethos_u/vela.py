@@ -179,7 +179,7 @@ def default_ini() -> Path:
     """Arm's vela.ini as shipped in the ethos-u-vela package (what "Arm/vela.ini" names)."""
     spec = importlib.util.find_spec("ethosu")  # a namespace package: no import of the compiler
     if spec is None or not spec.submodule_search_locations:
-        raise UsageError("ethos-u-vela is not installed", fix="install executorch[ethos-u]==1.5.1")
+        raise UsageError("ethos-u-vela is not installed", fix="install executorch[ethos-u]>=1.4")
     package = Path(next(iter(spec.submodule_search_locations)))
     return package / "config_files" / "Arm" / "vela.ini"
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from hil.bundled import firmware_dir
+from hil.compat.runtime import require_runtime_package
 from hil.devices import DeviceSpec
 from hil.errors import DeployError, TargetUnavailable
 from hil.locks import file_lock
@@ -283,6 +284,8 @@ def build(config: FirmwareConfig, *, force: bool = False, root: Path | None = No
         linked = config.defines.get("HIL_ENGINE_EXECUTORCH") != "OFF"
         if config.preset == "linux-aarch64" and linked:  # the aarch64 wheel of this version
             defines.setdefault("EXECUTORCH_ROOT", str(executorch_root()))
+        if PRESETS[config.preset][1] and linked and defines.get("EXECUTORCH_ROOT"):
+            require_runtime_package(Path(defines["EXECUTORCH_ROOT"]))
         build_dir = folder / "build"
         command = [
             _cmake(),

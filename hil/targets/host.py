@@ -44,7 +44,7 @@ class HostTarget(Target):
         except ImportError as e:
             raise TargetUnavailable(
                 f"the ExecuTorch runtime cannot be imported: {e}",
-                fix="install executorch==1.5.1 (make suites does this)",
+                fix="install executorch>=1.4 (make suites does this)",
             ) from e
         self._runtime = Runtime.get()
         self._methods = {}
