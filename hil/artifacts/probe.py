@@ -57,7 +57,7 @@ def write_probe(
         {
             "case": case,
             "inputs": [t.detach().clone() for t in inputs],
-            "outputs": [torch.from_numpy(np.ascontiguousarray(a)) for a in outputs],
+            "outputs": [torch.from_numpy(np.array(a, order="C")) for a in outputs],  # 0-d stays 0-d
         },
         folder / PROBE_NAME,
     )
@@ -139,5 +139,5 @@ def difference_key(key: str, outputs: Sequence[Array]) -> str:
         if array.dtype.kind in "fc":
             peak = float(np.nanmax(np.abs(array), initial=0.0)) if array.size else 0.0
             array = (np.round(array / peak, 3) if peak > 0 else array) + 0  # no -0.0
-        digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(np.array(array, order="C").tobytes())
     return digest.hexdigest()

@@ -52,6 +52,14 @@ def test_a_probe_round_trips_every_dtype(tmp_path) -> None:  # type: ignore[no-u
     assert probe is not None and probe.case == "row"
     assert all(torch.equal(a, b) for a, b in zip(probe.inputs, inputs, strict=True))
     assert difference(probe.outputs, outputs()) is None
+    scalar = (np.array(2.5, dtype=np.float32),)  # torch.norm's 0-d output stays 0-d
+    write_probe(tmp_path, "norm", inputs, scalar)
+    kept = read_probe(tmp_path)
+    assert (
+        kept is not None
+        and kept.outputs[0].shape == ()
+        and difference(kept.outputs, scalar) is None
+    )
     (tmp_path / "probe.pt").write_bytes(b"garbled")
     assert read_probe(tmp_path) is None  # an unproven entry, not a broken run
 
