@@ -29,6 +29,8 @@ def _budget(record: Record) -> str:
     budget = record.get("budget")
     if not budget:
         return "-"
+    if budget.get("limit") is None:
+        return "not judged here"
     if budget.get("kind") == "vs eager":
         return f"{budget['limit']:g}x eager ({budget['statistic']})"
     return f"{fmt_us(budget['limit_ms'] * 1000)} {budget['statistic']}"

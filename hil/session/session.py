@@ -233,7 +233,12 @@ class Session:
         budget = budget_for(case, spec, recipe_obj.name)
         policy = case.timing or spec.latency.policy
         windows = 1
-        if budget is not None and budget.kind is BudgetKind.VS_EAGER and not reference.unavailable:
+        if (
+            budget is not None
+            and budget.kind is BudgetKind.VS_EAGER
+            and budget.limit is not None
+            and not reference.unavailable
+        ):
             timed = run_beside_eager(
                 lambda: device.run(deployment, built.inputs, policy),
                 lambda: time_eager(built),

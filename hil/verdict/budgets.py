@@ -6,8 +6,10 @@ target whose hardware is whatever machine runs hil (`latency.hardware: host`: th
 the virtual board), an absolute budget would fail a correct run on a slower or busier machine,
 so there the budget is relative: `budget_vs_eager`, the target's best time over eager PyTorch's
 best time on the same machine in the same minute (best-of-N times, which load can only lengthen,
-so a busy machine does not fail a correct target). A budget that applies but cannot be judged
-(no timings, a counter the target does not report) is NOT JUDGED, never met.
+so a busy machine does not fail a correct target). The ratio still depends on the CPU's SIMD
+path (hil.simd), so a ratio may name the path it was measured on. A budget that applies but
+cannot be judged (no timings, a counter the target does not report, ratios measured only on
+other SIMD paths) is NOT JUDGED, never met.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from hil.case import Case, first_match
 from hil.devices import DeviceSpec
 from hil.errors import CaseError
+from hil.simd import simd_path
 from hil.verdict.checks import Check, Limit, Question, judged, not_judged
 
 
@@ -73,12 +76,14 @@ class BudgetKind(enum.Enum):
 
 @dataclass(frozen=True)
 class Budget:
-    """A latency limit on one statistic, and where it came from."""
+    """A latency limit on one statistic, and where it came from. `limit` None: a budget applies
+    but has no limit for this machine (`unjudged` says why)."""
 
-    limit: float  # ms (ABSOLUTE) or a ratio (VS_EAGER)
+    limit: float | None  # ms (ABSOLUTE) or a ratio (VS_EAGER)
     statistic: str
     source: str
     kind: BudgetKind = BudgetKind.ABSOLUTE
+    unjudged: str = ""
 
     @property
     def limit_ms(self) -> float | None:
@@ -105,10 +110,7 @@ def budget_for(case: Case, device: DeviceSpec, recipe: str) -> Budget | None:
                 fix="give it as budget_vs_eager={'" + named[0] + "': RATIO} (the target's "
                 "best time over eager PyTorch's on the same machine)",
             )
-        ratio = first_match(case.budget_vs_eager, device.name, recipe)
-        if ratio is None:
-            return None
-        return Budget(ratio[1], "min", f"case budget_vs_eager {ratio[0]!r}", BudgetKind.VS_EAGER)
+        return _vs_eager_budget(case.budget_vs_eager, device.name, recipe, simd_path())
     found = first_match(case.budget_ms, device.name, recipe)
     if found:
         key, limit = found
@@ -126,6 +128,38 @@ def budget_for(case: Case, device: DeviceSpec, recipe: str) -> Budget | None:
     return None
 
 
+def _vs_eager_budget(
+    table: Mapping[str, float], target: str, recipe: str, path: str
+) -> Budget | None:
+    """The ratio for this CPU's SIMD path ("key@path"), else one that names no path; a table
+    whose matching ratios all name other paths gives a budget that is NOT JUDGED here."""
+    by_path: dict[str, dict[str, float]] = {}
+    for key, ratio in table.items():
+        plain, _, on = key.partition("@")
+        by_path.setdefault(on, {})[plain] = ratio
+    found = first_match(by_path.get(path, {}), target, recipe)
+    if found:
+        source = f"case budget_vs_eager {found[0] + '@' + path!r}"
+        return Budget(found[1], "min", source, BudgetKind.VS_EAGER)
+    found = first_match(by_path.get("", {}), target, recipe)
+    if found:
+        return Budget(found[1], "min", f"case budget_vs_eager {found[0]!r}", BudgetKind.VS_EAGER)
+    others = sorted(
+        on for on, ratios in by_path.items() if on and first_match(ratios, target, recipe)
+    )
+    if not others:
+        return None
+    return Budget(
+        None,
+        "min",
+        "case budget_vs_eager",
+        BudgetKind.VS_EAGER,
+        unjudged=f"its ratios were measured on the {', '.join(others)} SIMD path(s) and this CPU "
+        f"takes the {path} path, where XNNPACK's and eager PyTorch's kernels compare otherwise "
+        f"(fix: time it here and add a '{target}/{recipe}@{path}' ratio)",
+    )
+
+
 def latency_check(
     budget: Budget | None,
     stats: LatencyStats | None,
@@ -137,6 +171,8 @@ def latency_check(
     if budget is None:
         return None
     subject = f"latency ({budget.statistic})"
+    if budget.limit is None:
+        return not_judged(Question.BUDGET, subject, budget.unjudged, basis=budget.source)
     if stats is None:
         return not_judged(
             Question.BUDGET, subject, "the target reported no timings", basis=budget.source

@@ -24,7 +24,7 @@ from torch import nn
 import hil
 from suites.factories import seeded_inputs, seeded_module, uniform
 from suites.models.batch_norm import fold_batch_norms, randomize_affine, settle_batch_norms
-from suites.models.budgets import host_budgets
+from suites.models.budgets import Ratios, host_budgets
 
 SEED = 0
 
@@ -74,14 +74,20 @@ CASES = (
         ResNet8,
         (1, 3, 32, 32),
         classifier=True,
-        budget_vs_eager=host_budgets(portable=240.0, xnnpack_fp32=0.8, xnnpack_int8=0.35),
+        budget_vs_eager=host_budgets(
+            avx512_vnni=Ratios(portable=240.0, xnnpack_fp32=0.8, xnnpack_int8=0.35),
+            avx2=Ratios(portable=125.0, xnnpack_fp32=1.7, xnnpack_int8=0.75),
+        ),
     ),
     case(
         "ds_cnn_kws",
         DSCNNKWS,
         (1, 1, 49, 10),
         classifier=True,
-        budget_vs_eager=host_budgets(portable=85.0, xnnpack_fp32=0.35, xnnpack_int8=0.3),
+        budget_vs_eager=host_budgets(
+            avx512_vnni=Ratios(portable=85.0, xnnpack_fp32=0.35, xnnpack_int8=0.3),
+            avx2=Ratios(portable=40.0, xnnpack_fp32=0.26, xnnpack_int8=0.41),
+        ),
     ),
     case(
         "mobilenet_v1_025",
@@ -89,13 +95,19 @@ CASES = (
         (1, 3, 96, 96),
         classifier=True,
         tolerance=UNTRAINED_DEPTH,
-        budget_vs_eager=host_budgets(portable=70.0, xnnpack_fp32=0.35, xnnpack_int8=0.3),
+        budget_vs_eager=host_budgets(
+            avx512_vnni=Ratios(portable=70.0, xnnpack_fp32=0.35, xnnpack_int8=0.3),
+            avx2=Ratios(portable=55.0, xnnpack_fp32=0.24, xnnpack_int8=0.32),
+        ),
     ),
     case(
         "deep_autoencoder",
         DeepAutoEncoder,
         (1, 640),
         tolerance=PER_TENSOR_WEIGHTS,
-        budget_vs_eager=host_budgets(portable=40.0, xnnpack_fp32=1.0, xnnpack_int8=0.5),
+        budget_vs_eager=host_budgets(
+            avx512_vnni=Ratios(portable=40.0, xnnpack_fp32=1.0, xnnpack_int8=0.5),
+            avx2=Ratios(portable=36.0, xnnpack_fp32=0.56, xnnpack_int8=0.34),
+        ),
     ),
 )

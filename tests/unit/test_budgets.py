@@ -164,3 +164,40 @@ def test_device_memory_limits_and_pte_size() -> None:
         "sram_bytes",
     ]
     assert all("u55-ref.yaml" in c.basis for c in checks)
+
+
+def test_a_ratio_applies_on_the_simd_path_it_was_timed_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    host = device(hardware="host", budget_ms=None)
+    ratios = {"slow/portable@avx2": 2.0, "slow/portable@avx512-vnni": 0.5}
+    eager = latency_stats([100.0])
+    monkeypatch.setattr("hil.verdict.budgets.simd_path", lambda: "avx2")
+    on_avx2 = budget_for(case(budget_vs_eager=ratios), host, "portable")
+    assert on_avx2 is not None and on_avx2.limit == 2.0 and "@avx2" in on_avx2.source
+    check = latency_check(on_avx2, latency_stats([150.0]), eager)
+    assert check is not None and check.status is Status.PASS
+    monkeypatch.setattr("hil.verdict.budgets.simd_path", lambda: "avx512-vnni")
+    on_avx512 = budget_for(case(budget_vs_eager=ratios), host, "portable")
+    check = latency_check(on_avx512, latency_stats([150.0]), eager)
+    assert check is not None and check.status is Status.FAIL
+
+
+def test_a_ratio_for_other_simd_paths_only_is_not_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    host = device(hardware="host", budget_ms=None)
+    monkeypatch.setattr("hil.verdict.budgets.simd_path", lambda: "dotprod")
+    budget = budget_for(case(budget_vs_eager={"slow/portable@avx2": 2.0}), host, "portable")
+    assert budget is not None and budget.limit is None
+    check = latency_check(budget, latency_stats([1.0]), latency_stats([100.0]))
+    assert check is not None and check.status is Status.NOT_JUDGED
+    assert (
+        "avx2" in check.cause
+        and "dotprod" in check.cause
+        and "slow/portable@dotprod" in check.cause
+    )
+    # a ratio that names no path applies on every path; other recipes' ratios do not count
+    anywhere = budget_for(
+        case(budget_vs_eager={"slow/portable@avx2": 2.0, "slow": 3.0}), host, "portable"
+    )
+    assert anywhere is not None and anywhere.limit == 3.0
+    assert (
+        budget_for(case(budget_vs_eager={"slow/xnnpack-fp32@avx2": 1.0}), host, "portable") is None
+    )
