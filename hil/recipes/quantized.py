@@ -10,9 +10,9 @@ models calibrate and convert to equal quantized models, so they share one entry;
 the quantizer makes (a U55-only decomposition, another softmax lowering) gives another key.
 
 Beside the program the store keeps what the verdict needs from the quantized model: its outputs
-on the case's inputs (the target check's reference, as the lowering reads a branch convolution's
-bias: hil.recipes.branch_bias), each output's step, and its rounding
-sensitivity (hil.recipes.rounding), all computed once per entry.
+on the case's inputs (the target check's reference: the converted model itself, the same for
+every recipe, never adjusted to what one lowering computes), each output's step, and its
+rounding sensitivity (hil.recipes.rounding), all computed once per entry.
 
 Entries live in `<cache root>/shared/quantized/<key>/` (program.pt2, reference.npz, meta.json),
 built in a private folder and renamed into place under a file lock, like the artifact cache.
@@ -48,7 +48,6 @@ from hil.case import BuiltCase
 from hil.errors import CacheError, ExportError
 from hil.locks import file_lock
 from hil.recipes import rounding
-from hil.recipes.branch_bias import as_lowered
 from hil.recipes.lowering import (
     export_flat,
     export_program,
@@ -168,7 +167,6 @@ CODE_MODULES = (
     "hil.recipes.quantized",
     "hil.recipes.lowering",
     "hil.recipes.rounding",
-    "hil.recipes.branch_bias",
     "hil.call",
 )
 
@@ -289,13 +287,12 @@ class QuantizedStore:
 
         converted = exporter_step("PT2E calibration", built.case.name, calibrate_and_convert)
         program = export_program(built, converted)
-        judged = as_lowered(converted)  # what the lowering computes (hil.recipes.branch_bias)
-        reference = run_reference(judged, built.inputs)
+        reference = run_reference(converted, built.inputs)
         scales = output_scales(converted)
         moved = exporter_step(
             "measuring rounding sensitivity",
             built.case.name,
-            lambda: rounding.sensitivity(judged, built.inputs, reference, scales),
+            lambda: rounding.sensitivity(converted, built.inputs, reference, scales),
         )
         self.root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f".{entry.name[:12]}-", dir=self.root))
