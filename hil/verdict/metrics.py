@@ -33,6 +33,8 @@ class OutputMetrics:
     max_steps: float | None = None
     bias_steps: float | None = None  # mean signed error, in steps
     off_fraction: float | None = None  # share of elements off by half a step or more
+    # metrics this signal leaves undefined (0/0): a verdict must not rest on their inf or 0
+    undefined: tuple[str, ...] = ()
 
     def get(self, name: str) -> float | None:
         value: float | None = getattr(self, name)
@@ -80,13 +82,15 @@ def measure(reference: Array, output: Array, step: float | None = None) -> Outpu
     distance = np.abs(error)
     max_abs = float(np.max(distance)) if size else 0.0
     signal = _sum_of_squares(ref)
+    output_energy = _sum_of_squares(out)
     metrics = OutputMetrics(
         max_abs=max_abs,
         mean_abs=float(np.mean(distance)) if size else 0.0,
         sqnr_db=_sqnr_db(signal, _sum_of_squares(error)),
-        cosine=_cosine(_dot(ref, out), signal, _sum_of_squares(out)),
+        cosine=_cosine(_dot(ref, out), signal, output_energy),
         peak=float(np.max(np.abs(ref))) if size else 0.0,
         nonfinite=0,
+        undefined=undefined_metrics(signal, output_energy),
     )
     if not step:
         return metrics
@@ -99,6 +103,14 @@ def measure(reference: Array, output: Array, step: float | None = None) -> Outpu
         bias_steps=float(np.mean(in_steps)) if size else 0.0,
         off_fraction=float(np.mean(np.abs(in_steps) >= 0.5)) if size else 0.0,
     )
+
+
+def undefined_metrics(reference_energy: float, output_energy: float) -> tuple[str, ...]:
+    """SQNR divides by the reference's energy and cosine by both norms: on an all-zero
+    reference both are 0/0, on an all-zero output cosine is."""
+    if reference_energy == 0.0:
+        return ("sqnr_db", "cosine")
+    return ("cosine",) if output_energy == 0.0 else ()
 
 
 def _dot(a: Array, b: Array) -> float:

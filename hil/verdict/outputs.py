@@ -80,7 +80,34 @@ def _values(reference: Array, output: Array) -> str:
 
 
 def _observed(metrics: OutputMetrics) -> dict[str, float | None]:
-    return {k: v for k, v in metrics.__dict__.items() if v is not None}
+    """The metrics as a check records them; those the signal leaves undefined are left out."""
+    left_out = {"undefined", *metrics.undefined}
+    return {k: v for k, v in metrics.__dict__.items() if v is not None and k not in left_out}
+
+
+def _judge_output(
+    question: Question,
+    subject: str,
+    metrics: OutputMetrics,
+    observed: dict[str, float | None],
+    limits: list[Limit],
+    *,
+    reference: str,
+    basis: str,
+) -> Check:
+    """`judged`, without the limits on metrics this signal leaves undefined (said in the basis);
+    with none left, NOT JUDGED saying why."""
+    kept = [lim for lim in limits if lim.metric not in metrics.undefined]
+    dropped = " and ".join(sorted({lim.metric for lim in limits} - {lim.metric for lim in kept}))
+    if not dropped:
+        return judged(question, subject, observed, limits, reference=reference, basis=basis)
+    zero = "reference" if "sqnr_db" in metrics.undefined else "output"
+    why = f"{dropped} undefined (0/0) where the {zero} is all zero"
+    if not kept:
+        return not_judged(
+            question, subject, f"no limit applies: {why}", reference=reference, observed=observed
+        )
+    return judged(question, subject, observed, kept, reference=reference, basis=f"{basis}; {why}")
 
 
 def _is_float(array: Array) -> bool:
@@ -136,9 +163,10 @@ def _float_check(
         margin = 2.0 * (tolerance.max_abs or 0.0)
         observed["top1_agreement"] = top1_agreement(ref, out, margin)
         limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
-    return judged(
+    return _judge_output(
         Question.TARGET,
         f"output {index}",
+        metrics,
         observed,
         limits,
         reference=against,
@@ -170,9 +198,10 @@ def _quantized_check(
         margin = 2.0 * (tolerance.get("max_steps") or 0.0) * step
         observed["top1_agreement"] = top1_agreement(ref, out, margin)
         limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
-    return judged(
+    return _judge_output(
         Question.TARGET,
         f"output {index}",
+        metrics,
         observed,
         limits,
         reference=QUANTIZED,
@@ -230,6 +259,17 @@ def _quantization_check(
             "cannot hold infinity or NaN, so there is nothing to judge its quantization by",
             reference=EAGER,
         )
+    constant = _constant(e)
+    if constant is not None:
+        what = "all zero" if constant == 0 else f"constant ({constant:.6g} everywhere)"
+        return not_judged(
+            Question.QUANTIZATION,
+            f"output {index}",
+            f"eager's output is {what}: SQNR and cosine measure nothing of a signal that does "
+            "not vary, and the output's calibrated step is the quantizer's floor, not a "
+            "resolution (the target question still compares the target with the quantized model)",
+            reference=EAGER,
+        )
     metrics = measure(e, q)
     observed = _observed(metrics)
     limits = list(tolerance.limits)
@@ -258,14 +298,23 @@ def _quantization_check(
         margin = quantization_margin(*whole, facts.step(0))
         observed["top1_agreement"] = top1_agreement(*whole, margin)
         limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
-    return judged(
+    return _judge_output(
         Question.QUANTIZATION,
         f"output {index}",
+        metrics,
         observed,
         limits,
         reference=EAGER,
         basis=tolerance.basis,
     )
+
+
+def _constant(eager: Array) -> float | None:
+    """The one value every element of eager's output holds, or None when it varies."""
+    if not eager.size:
+        return None
+    first = float(eager.ravel()[0])
+    return first if bool(np.all(eager == first)) else None
 
 
 def _finite_in_eager(e: Array, q: Array) -> tuple[Array, Array, int]:

@@ -220,7 +220,7 @@ def test_an_output_within_one_step_of_zero_is_judged_by_that_step_not_by_sqnr() 
     """acos(1) = 0 (ExecuTorch's test_acos 'ones'): eager's output is rounding noise below one
     output step. SQNR of noise against zero says nothing; the quantized model must be within
     the step, and one that is a step further off still fails."""
-    eager = (np.full((1, 8), 1e-7, dtype=np.float32),)
+    eager = (np.tile(np.float32([1e-7, -2e-7]), (1, 4)),)
     right = only(
         quantization_checks(eager, int8((np.zeros((1, 8), np.float32),)), CaseRules()),
         Question.QUANTIZATION,
@@ -280,3 +280,30 @@ def test_an_integer_output_in_another_type_is_a_mismatch_that_says_whether_the_v
     assert "output 0 has dtype int32, eager PyTorch int64 (the values agree" in same[0].cause
     other = target_checks(eager, (np.zeros(6, dtype=np.int32),), int8(), CaseRules())
     assert "(the values differ too)" in other[0].cause
+
+
+@pytest.mark.parametrize(("value", "said"), [(0.0, "all zero"), (1.5, "constant (1.5 everywhere)")])
+def test_the_quantization_of_a_constant_output_is_not_judged(value: float, said: str) -> None:
+    """acos of ones, elu near -1e-6: eager does not vary, so SQNR and cosine measure nothing
+    and the calibrated step is the quantizer's floor; the question cannot be asked (and the
+    old verdict, POOR QUANTIZATION, rested on an SQNR of minus infinity)."""
+    eager = (np.full((1, 8), value, dtype=np.float32),)
+    quantized = int8((np.full((1, 8), value + 256 * STEP, np.float32),))
+    check = only(quantization_checks(eager, quantized, CaseRules()), Question.QUANTIZATION)
+    assert check.status is Status.NOT_JUDGED and said in check.cause
+
+
+def test_no_verdict_rests_on_a_metric_the_signal_leaves_undefined() -> None:
+    """An all-zero reference: SQNR and cosine are 0/0, so only max_abs judges; a target that is
+    far off still fails on it, and the record holds no infinite SQNR."""
+    eager = (np.zeros((2, 8), dtype=np.float32),)
+    wrong = (np.full((2, 8), 15.0, dtype=np.float32),)
+    check = only(target_checks(eager, wrong, ProgramFacts("fp32", False), CaseRules()))
+    assert check.status is Status.FAIL and [b.metric for b in check.breaches] == ["max_abs"]
+    assert "sqnr_db" not in check.observed and "cosine" not in check.observed
+    right = only(target_checks(eager, eager, ProgramFacts("fp32", False), CaseRules()))
+    assert right.status is Status.PASS
+    asks_sqnr = CaseRules(override=ToleranceOverride(reason="test", min_sqnr_db=20.0))
+    sqnr_asked = only(target_checks(eager, eager, ProgramFacts("fp32", False), asks_sqnr))
+    assert sqnr_asked.status is Status.PASS  # by max_abs alone, and the basis says why
+    assert "sqnr_db undefined (0/0) where the reference is all zero" in sqnr_asked.basis
