@@ -20,7 +20,7 @@ from typing import Any
 from hil.errors import ReportError
 
 SCHEMA_NAME = "hil-certification-report"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3 added the 'quarantined' category; a version 2 report reads as it is
 DIGEST_ALGORITHM = "sha256"
 CANONICAL_FORM = "json: keys sorted, separators ',' ':', ASCII, no NaN, digest member excluded"
 

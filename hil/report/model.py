@@ -181,6 +181,11 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         "categories": by_category,
         "targets": by_target,
         "failing": sum(n for c, n in by_category.items() if verdicts.is_failing(c)),
+        "quarantined": [
+            f"{row['case']} on {row['target']} [{row['recipe']}]"
+            for row in rows
+            if row["category"] == verdicts.QUARANTINED
+        ],
         "skips": skip_causes(rows),
     }
 

@@ -119,7 +119,12 @@ def _row(record: Mapping[str, Any], item: Mapping[str, Any] | None, run: Mapping
         "run": run["run_id"],
         "outcome": outcome,
         "verdict": verdict,
-        "category": verdicts.category_of(verdict, outcome, from_error="error_class" in record),
+        "category": verdicts.category_of(
+            verdict,
+            outcome,
+            from_error="error_class" in record,
+            quarantined=bool(record.get("quarantine")),
+        ),
         "reason": reason,
         "budget_breaches": [str(b) for b in record.get("budget_breaches") or []],
         "counters": dict(record.get("counters") or {}),

@@ -15,9 +15,19 @@ INFRASTRUCTURE = "infrastructure"  # the lab failed (link, emulator, missing tar
 ERROR = "error"  # the suite or hil itself is broken
 SKIPPED = "skipped"
 EXPECTED = "expected"  # a failure the case declares as expected (xfail)
+QUARANTINED = "quarantined"  # a known failure a lab's quarantine file names: still no pass
 NOT_JUDGED = "not-judged"  # it ran and nothing failed, but a check that applies could not be made
 
-CATEGORIES: tuple[str, ...] = (PASS, FAILURE, NOT_JUDGED, INFRASTRUCTURE, ERROR, EXPECTED, SKIPPED)
+CATEGORIES: tuple[str, ...] = (
+    PASS,
+    FAILURE,
+    NOT_JUDGED,
+    INFRASTRUCTURE,
+    ERROR,
+    QUARANTINED,
+    EXPECTED,
+    SKIPPED,
+)
 
 CATEGORY_TITLES: Mapping[str, str] = MappingProxyType(
     {
@@ -26,6 +36,7 @@ CATEGORY_TITLES: Mapping[str, str] = MappingProxyType(
         NOT_JUDGED: "not judged (ran, but a check that applies could not be made)",
         INFRASTRUCTURE: "infrastructure errors",
         ERROR: "suite or framework errors",
+        QUARANTINED: "quarantined failures (known, named in a quarantine file)",
         EXPECTED: "expected failures (xfail)",
         SKIPPED: "skipped",
     }
@@ -86,12 +97,17 @@ ERROR_CLASSES: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 
 
-def category_of(verdict: str, outcome: str | None = None, from_error: bool = False) -> str:
-    """The category of a verdict; a failure pytest expected (xfailed) counts as expected.
+def category_of(
+    verdict: str, outcome: str | None = None, from_error: bool = False, quarantined: bool = False
+) -> str:
+    """The category of a verdict; a failure pytest expected (xfailed) counts as expected, unless
+    a quarantine entry made it so (quarantined: a lab's known failure, not the case's design).
 
     A verdict this table does not know yet is a test failure when a check produced it (checks
     only fail on their judgement) and a suite or framework error when an exception did.
     """
+    if quarantined and verdict != "PASS":
+        return QUARANTINED
     if outcome == "xfailed":
         return EXPECTED
     if verdict == "NOT JUDGED" and outcome == "failed":

@@ -173,15 +173,16 @@ class CheckResult:
             f"{c.subject}: {c.cause}" for c in self.unjudged
         )
 
-    def raise_for_failures(self, *, require_judged: bool = False) -> None:
-        """Raise the first failing question's CheckFailed; with `require_judged`, NotJudged when
-        something that applies could not be judged."""
+    def raise_for_failures(self, *, allow_not_judged: bool = False) -> None:
+        """Raise the first failing question's CheckFailed, then NotJudged when something that
+        applies could not be judged: as in the plugin, NOT JUDGED is never a pass. Opt out with
+        `allow_not_judged=True` (the caller then reads `unjudged` itself)."""
         for question, _, error, _ in _FAILURES:
             if any(c.failed for c in self.of(question)):
                 message = self.failure_message()
                 assert message is not None
                 raise error(message)
-        if require_judged and self.unjudged:
+        if not allow_not_judged and self.unjudged:
             raise NotJudged(
                 self.not_judged_message() or "",
                 fix="make the target report what the budget needs, or drop the budget for it",

@@ -245,3 +245,41 @@ def run_npu(root: Path, cache: Path, devices: Path) -> NpuRun:
         f"--alluredir={allure}",
     )
     return NpuRun(results, allure, code)
+
+
+def run_all_skipped(runs: Runs, folder: Path, cache: Path) -> Path:
+    """A run in which nothing was judged: every case on a board that is not connected."""
+    results = folder / "results-skipped"
+    devices = runs.project / "devices"
+    _run(
+        runs.project,
+        "--target=ghost",
+        f"--hil-devices={devices}",
+        f"--hil-cache-dir={cache}",
+        f"--hil-results-dir={results}",
+    )
+    return results
+
+
+def run_quarantined(runs: Runs, folder: Path, cache: Path) -> Path:
+    """Run B's new failure (linear's raised int8 bar) under a quarantine entry naming it."""
+    quarantine = folder / "quarantine.yaml"
+    quarantine.write_text(
+        '- case: "linear-host-xnnpack-int8"\n'
+        "  reason: the raised int8 bar is being looked at\n"
+        "  issue: LAB-1\n"
+        "  expires: 2999-12-31\n"
+    )
+    results = folder / "results-quarantined"
+    devices = runs.project / "devices"
+    _run(
+        runs.project,
+        "--target=host",
+        "-k",
+        "linear",
+        f"--hil-quarantine={quarantine}",
+        f"--hil-devices={devices}",
+        f"--hil-cache-dir={cache}",
+        f"--hil-results-dir={results}",
+    )
+    return results

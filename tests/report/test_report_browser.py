@@ -12,7 +12,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 from headless_chromium import Chromium, executable
-from report_lab import Runs
+from report_lab import Runs, run_all_skipped, run_quarantined
 
 from hil.report.certify import write_report
 
@@ -177,6 +177,31 @@ def test_a_green_run_has_a_green_headline(runs: Runs, tmp_path: Path) -> None:
     (verdict,) = headline([runs.c], tmp_path)
     assert verdict[0] == "headline pass" and verdict[1] == "rgb(46, 125, 50)"
     assert verdict[2].startswith("All ") and "judged results passed" in verdict[2]
+
+
+def test_a_run_where_nothing_was_judged_is_not_green(
+    runs: Runs, tmp_path: Path, shared_cache: Path
+) -> None:
+    results = run_all_skipped(runs, tmp_path, shared_cache)
+    verdict, skipped, *_ = headline([results], tmp_path)
+    assert verdict[0] == "headline not-judged", verdict
+    assert verdict[2].startswith("Nothing was judged") and "skipped" in verdict[2], verdict
+    assert skipped[0] == "headline skipped"
+
+
+def test_quarantined_failures_are_named_in_the_headline_not_counted_as_expected(
+    runs: Runs, tmp_path: Path, shared_cache: Path
+) -> None:
+    results = run_quarantined(runs, tmp_path, shared_cache)
+    report = json.loads(write_report([results], tmp_path / "json").json_path.read_text())
+    assert report["summary"]["categories"]["quarantined"] == 1
+    assert report["summary"]["categories"]["expected"] == 0
+    assert report["summary"]["quarantined"] == ["linear on host [xnnpack-int8]"]
+    verdict, *_ = headline([results], tmp_path)
+    assert verdict[0] == "headline quarantined", verdict
+    assert (
+        "1 known failure is quarantined (not a pass): linear on host [xnnpack-int8]" in verdict[2]
+    )
 
 
 def test_a_run_with_failures_is_red_first_and_names_its_skips_in_grey(
