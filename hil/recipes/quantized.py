@@ -47,7 +47,7 @@ from hil.call import fresh
 from hil.case import BuiltCase
 from hil.errors import CacheError, ExportError
 from hil.locks import file_lock
-from hil.recipes import rounding
+from hil.recipes import rounding, speedups
 from hil.recipes.lowering import (
     export_flat,
     export_program,
@@ -179,6 +179,8 @@ def store_key(built: BuiltCase, identity: Mapping[str, Any], prepared: torch.fx.
         # how hil calibrates and runs the model (as code): a change there is another model
         # (measured: calibration on inputs the model wrote into gave a reference 2 steps off)
         "code": {m: module_source_digest(m) for m in CODE_MODULES},
+        # histogram_search replaces calibration's search: a pristine run builds its own entry
+        "speedups": speedups.declared(),
     }
     return key_of(built, own, values=True)[0]
 

@@ -67,7 +67,7 @@ def export_all(tmp: Path, pristine: bool) -> dict[str, object]:
             "-c",
             EXPORT,
             str(REPO / "devices"),
-            str(tmp / "cache"),
+            str(tmp / ("cache-pristine" if pristine else "cache-patched")),  # no store shared
             str(tmp / ("pristine" if pristine else "patched")),
             json.dumps(RECIPES),
         ],
@@ -110,6 +110,21 @@ def test_every_recipe_gives_the_same_program_with_and_without_the_speedups(
         made = json.loads((a / "artifact.json").read_text())
         assert made["details"]["speedups"] == patched["installed"]
         assert json.loads((b / "artifact.json").read_text())["details"]["speedups"] == {}
+
+
+def test_the_quantized_store_keys_the_declared_speedups_too(
+    both: tuple[dict[str, object], dict[str, object]],
+) -> None:
+    """histogram_search replaces calibration's search: its entries must not serve a pristine run
+    (each mode has a cache of its own here, so the keys are compared, not the reuse)."""
+    patched, pristine = both
+    a = Path(next(iter(patched["folders"].values()))).parents[1]  # type: ignore[attr-defined]
+    b = Path(next(iter(pristine["folders"].values()))).parents[1]  # type: ignore[attr-defined]
+    stores = [
+        sorted(p.name for p in (c / "shared" / "quantized").iterdir() if p.name != "locks")
+        for c in (a, b)
+    ]
+    assert stores[0] and stores[1] and not set(stores[0]) & set(stores[1]), stores
 
 
 CHECK_ORIGINALS = """
