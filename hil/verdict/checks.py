@@ -198,6 +198,8 @@ def not_judged(
     )
 
 
-def failed(question: Question, subject: str, cause: str, *, basis: str = "") -> Check:
+def failed(
+    question: Question, subject: str, cause: str, *, basis: str = "", reference: str = ""
+) -> Check:
     """A failure that is a fact rather than a number out of bounds (a missing kernel)."""
-    return Check(question, subject, Status.FAIL, basis=basis, cause=cause)
+    return Check(question, subject, Status.FAIL, reference, basis=basis, cause=cause)

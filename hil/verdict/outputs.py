@@ -57,16 +57,18 @@ class CaseRules:
     max_accuracy_drop: float | None = None
 
 
-def structure_problems(reference: Sequence[Array], outputs: Sequence[Array]) -> list[str]:
+def structure_problems(
+    reference: Sequence[Array], outputs: Sequence[Array], against: str = EAGER, who: str = "target"
+) -> list[str]:
     """Differences in count, shape or dtype that make any metric meaningless."""
     if len(reference) != len(outputs):
-        return [f"the target returned {len(outputs)} outputs, {EAGER} {len(reference)}"]
+        return [f"the {who} returned {len(outputs)} outputs, {against} {len(reference)}"]
     problems = []
     for i, (r, o) in enumerate(zip(reference, outputs, strict=True)):
         if r.shape != o.shape:
-            problems.append(f"output {i} has shape {tuple(o.shape)}, {EAGER} {tuple(r.shape)}")
+            problems.append(f"output {i} has shape {tuple(o.shape)}, {against} {tuple(r.shape)}")
         elif r.dtype != o.dtype:
-            problems.append(f"output {i} has dtype {o.dtype}, {EAGER} {r.dtype}{_values(r, o)}")
+            problems.append(f"output {i} has dtype {o.dtype}, {against} {r.dtype}{_values(r, o)}")
     return problems
 
 
@@ -124,6 +126,11 @@ def target_checks(
     """Is the target right? One check per output (plus labelled accuracy for float programs).
     `bf16_outputs`: the outputs eager gave in bfloat16 (held as float32: numpy has no bf16)."""
     problems = structure_problems(eager, outputs)
+    if problems and facts.quantized and _shaped_as_quantized(facts, outputs):
+        # quantization changed the outputs' structure (nonzero of values rounded to zero): the
+        # target is judged against the quantized model it was compiled from, the change itself
+        # by the quantization question
+        return _against_quantized(outputs, facts, rules)
     if problems:
         return [failed(Question.TARGET, "outputs", "; ".join(problems))]
     if not facts.quantized:
@@ -145,9 +152,21 @@ def target_checks(
             not_judged(Question.TARGET, f"output {i}", cause, reference=QUANTIZED)
             for i in range(len(outputs))
         ]
+    return _against_quantized(outputs, facts, rules)
+
+
+def _shaped_as_quantized(facts: ProgramFacts, outputs: Sequence[Array]) -> bool:
+    reference = facts.quantized_reference
+    return reference is not None and not structure_problems(reference, outputs)
+
+
+def _against_quantized(
+    outputs: Sequence[Array], facts: ProgramFacts, rules: CaseRules
+) -> list[Check]:
+    assert facts.quantized_reference is not None
     return [
         _quantized_check(i, q, o, facts, rules)
-        for i, (q, o) in enumerate(zip(reference, outputs, strict=True))
+        for i, (q, o) in enumerate(zip(facts.quantized_reference, outputs, strict=True))
     ]
 
 
@@ -216,7 +235,7 @@ def quantization_checks(
     if not facts.quantized:
         return []
     reference = facts.quantized_reference
-    if reference is None or structure_problems(eager, reference):
+    if reference is None or len(reference) != len(eager):
         return [
             not_judged(
                 Question.QUANTIZATION,
@@ -225,6 +244,9 @@ def quantization_checks(
                 reference=EAGER,
             )
         ]
+    changed = structure_problems(eager, reference, who="quantized model")
+    if changed:  # the quantized model answers another question (a nonzero count, a length)
+        return [failed(Question.QUANTIZATION, "outputs", "; ".join(changed), reference=EAGER)]
     tolerance = tolerances.quantization(facts.numerics, rules.override)
     checks = []
     if not tolerance.limits and not rules.classifier:  # every output limit waived by the case

@@ -307,3 +307,23 @@ def test_no_verdict_rests_on_a_metric_the_signal_leaves_undefined() -> None:
     sqnr_asked = only(target_checks(eager, eager, ProgramFacts("fp32", False), asks_sqnr))
     assert sqnr_asked.status is Status.PASS  # by max_abs alone, and the basis says why
     assert "sqnr_db undefined (0/0) where the reference is all zero" in sqnr_asked.basis
+
+
+def test_when_quantization_changes_the_outputs_shape_the_target_is_judged_against_its_model() -> (
+    None
+):
+    """nonzero of int8 values: 4 of eager's 1,536 nonzeros round to zero, so the quantized model
+    returns 1,532 index rows, and a right target returns the same. The target is right against
+    the model it was compiled from; the change is the quantization's, and that question fails."""
+    eager = (np.arange(1536 * 4, dtype=np.int64).reshape(1536, 4),)
+    quantized = (eager[0][:1532],)
+    facts = ProgramFacts("int8", True, (None,), quantized, (), ALLOWANCE)
+    right = only(target_checks(eager, quantized, facts, CaseRules()))
+    assert right.status is Status.PASS and right.reference == "the quantized PyTorch model"
+    wrong = only(target_checks(eager, (quantized[0] + 1,), facts, CaseRules()))
+    assert wrong.status is Status.FAIL
+    shaped_otherwise = only(target_checks(eager, (eager[0][:1000],), facts, CaseRules()))
+    assert shaped_otherwise.status is Status.FAIL and "(1000, 4)" in shaped_otherwise.cause
+    changed = only(quantization_checks(eager, facts, CaseRules()), Question.QUANTIZATION)
+    assert changed.status is Status.FAIL
+    assert changed.cause == "output 0 has shape (1532, 4), eager PyTorch (1536, 4)"
