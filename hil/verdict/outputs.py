@@ -57,18 +57,16 @@ class CaseRules:
     max_accuracy_drop: float | None = None
 
 
-def structure_problems(
-    reference: Sequence[Array], outputs: Sequence[Array], against: str = EAGER, who: str = "target"
-) -> list[str]:
+def structure_problems(reference: Sequence[Array], outputs: Sequence[Array]) -> list[str]:
     """Differences in count, shape or dtype that make any metric meaningless."""
     if len(reference) != len(outputs):
-        return [f"the {who} returned {len(outputs)} outputs, {against} {len(reference)}"]
+        return [f"the target returned {len(outputs)} outputs, {EAGER} {len(reference)}"]
     problems = []
     for i, (r, o) in enumerate(zip(reference, outputs, strict=True)):
         if r.shape != o.shape:
-            problems.append(f"output {i} has shape {tuple(o.shape)}, {against} {tuple(r.shape)}")
+            problems.append(f"output {i} has shape {tuple(o.shape)}, {EAGER} {tuple(r.shape)}")
         elif r.dtype != o.dtype:
-            problems.append(f"output {i} has dtype {o.dtype}, {against} {r.dtype}{_values(r, o)}")
+            problems.append(f"output {i} has dtype {o.dtype}, {EAGER} {r.dtype}{_values(r, o)}")
     return problems
 
 
@@ -155,6 +153,15 @@ def target_checks(
     return _against_quantized(outputs, facts, rules)
 
 
+def _reshaped(eager: Sequence[Array], quantized: Sequence[Array] | None) -> list[str]:
+    """The outputs whose shape the quantized model changed (same count and dtypes otherwise)."""
+    if quantized is None or len(quantized) != len(eager):
+        return []
+    if any(e.dtype != q.dtype for e, q in zip(eager, quantized, strict=True)):
+        return []
+    return structure_problems(eager, quantized)
+
+
 def _shaped_as_quantized(facts: ProgramFacts, outputs: Sequence[Array]) -> bool:
     reference = facts.quantized_reference
     return reference is not None and not structure_problems(reference, outputs)
@@ -235,7 +242,10 @@ def quantization_checks(
     if not facts.quantized:
         return []
     reference = facts.quantized_reference
-    if reference is None or len(reference) != len(eager):
+    reshaped = _reshaped(eager, reference)
+    if reshaped:  # the quantized model answers another question (a nonzero count, a length)
+        return [failed(Question.QUANTIZATION, "outputs", "; ".join(reshaped), reference=EAGER)]
+    if reference is None or structure_problems(eager, reference):
         return [
             not_judged(
                 Question.QUANTIZATION,
@@ -244,9 +254,6 @@ def quantization_checks(
                 reference=EAGER,
             )
         ]
-    changed = structure_problems(eager, reference, who="quantized model")
-    if changed:  # the quantized model answers another question (a nonzero count, a length)
-        return [failed(Question.QUANTIZATION, "outputs", "; ".join(changed), reference=EAGER)]
     tolerance = tolerances.quantization(facts.numerics, rules.override)
     checks = []
     if not tolerance.limits and not rules.classifier:  # every output limit waived by the case
