@@ -3,7 +3,8 @@
     case                         target   variant  hil   steps  their rule
     test_add::test_add_tensor_tosa_INT[1d_randn]  u85-ref  int8  PASS  0  PASS
     ...
-    verdicts: agree 531 · hil stricter 3 · theirs stricter 1 · not comparable 4
+    verdicts: agree 531 · hil fails, their rule passes 3 · their rule fails, hil passes 1 ·
+    not comparable 4
 
 A difference is listed with both sides' words: hil's failure (the limit and the measured
 reason beside it) and the rule's allclose figures, so a reviewer sees which rule caught what.
@@ -18,7 +19,12 @@ from typing import Any
 from hil.executorch_ops.runner import EXTRA
 
 PASSING = ("PASS",)
-KINDS = ("agree", "hil stricter", "theirs stricter", "not comparable")
+# A difference is named by what each side said, never by who is "stricter": hil failing where
+# their rule passes may be hil's limit, hil's reference or the lowering (the cause is in the
+# failure's words beside it).
+HIL_FAILS = "hil fails, their rule passes"
+THEIRS_FAILS = "their rule fails, hil passes"
+KINDS = ("agree", HIL_FAILS, THEIRS_FAILS, "not comparable")
 
 
 def _hil_passed(record: Mapping[str, Any]) -> bool | None:
@@ -36,7 +42,7 @@ def classify(record: Mapping[str, Any]) -> str:
         return "not comparable"
     if ours == theirs:
         return "agree"
-    return "hil stricter" if theirs else "theirs stricter"
+    return HIL_FAILS if theirs else THEIRS_FAILS
 
 
 def render(records: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -55,7 +61,7 @@ def render(records: Iterable[Mapping[str, Any]]) -> list[str]:
         + (", ".join(f"{k} {v}" for k, v in sorted(assertions.items())) or "none"),
     ]
     lines += _table(ours)
-    differing = [r for r in ours if classify(r) in ("hil stricter", "theirs stricter")]
+    differing = [r for r in ours if classify(r) in (HIL_FAILS, THEIRS_FAILS)]
     noted = [r for r in ours if r[EXTRA].get("their_xfail")]
     for record in differing:
         extra = record[EXTRA]

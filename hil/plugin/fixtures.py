@@ -87,7 +87,8 @@ def hil_check(
         record = result.to_record()
         request.node.user_properties.append((RECORD_KEY, record))
         hook.pytest_hil_result(item=request.node, result=result, record=record)
-        result.raise_for_failures()
+        # NOT JUDGED is the outcome hook's to report (a skip, or a failure under --hil-require)
+        result.raise_for_failures(allow_not_judged=True)
         return result
 
     return check

@@ -99,6 +99,15 @@ def records(pytester: pytest.Pytester) -> list[dict[str, object]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
+def only_constant_outputs_unjudged(found: list[dict[str, object]]) -> bool:
+    """Every NOT JUDGED record is one whose eager output does not vary, and says so."""
+    unjudged = [r for r in found if r.get("verdict") == "NOT JUDGED"]
+    return all(
+        any("eager's output is" in str(line) for line in r.get("not_judged") or [])  # type: ignore[union-attr]
+        for r in unjudged
+    )
+
+
 def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     pytester: pytest.Pytester, shared_cache: Path
 ) -> None:
@@ -111,7 +120,10 @@ def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
-    assert outcomes["passed"] >= 30
+    assert outcomes["passed"] >= 28
+    # relu of zeros, ones and negatives: eager does not vary, so the quantization question
+    # cannot be asked (NOT JUDGED, skipped); nothing else is left unjudged
+    assert only_constant_outputs_unjudged(records(pytester))
     text = result.stdout.str()
     assert "EthosU55PipelineINT runs on a device with an Ethos-U55" in text  # named, not passed
     assert "VgfPipeline runs on vgf-emu (the VGF recipes), not on u85-ref, host" in text
@@ -318,7 +330,8 @@ def test_the_wheels_vgf_add_rows_run_on_vgf_emu(
     )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
-    assert outcomes["passed"] >= 30
+    assert outcomes["passed"] >= 24
+    assert only_constant_outputs_unjudged(records(pytester))
     assert "Did not find model-converter" not in result.stdout.str()
     found = [r for r in records(pytester) if "executorch" in r]
     assert {r["recipe"] for r in found} == {"vgf", "vgf-fp"}
