@@ -124,10 +124,10 @@ def target_checks(
     """Is the target right? One check per output (plus labelled accuracy for float programs).
     `bf16_outputs`: the outputs eager gave in bfloat16 (held as float32: numpy has no bf16)."""
     problems = structure_problems(eager, outputs)
-    if problems and facts.quantized and _shaped_as_quantized(facts, outputs):
-        # quantization changed the outputs' structure (nonzero of values rounded to zero): the
-        # target is judged against the quantized model it was compiled from, the change itself
-        # by the quantization question
+    if problems and facts.quantized and _shaped_as_quantized(eager, facts, outputs):
+        # quantization changed how many values an output holds (nonzero of values rounded to
+        # zero): the target is judged against the quantized model it was compiled from, the
+        # change itself by the quantization question
         return _against_quantized(outputs, facts, rules)
     if problems:
         return [failed(Question.TARGET, "outputs", "; ".join(problems))]
@@ -153,18 +153,29 @@ def target_checks(
     return _against_quantized(outputs, facts, rules)
 
 
-def _reshaped(eager: Sequence[Array], quantized: Sequence[Array] | None) -> list[str]:
-    """The outputs whose shape the quantized model changed (same count and dtypes otherwise)."""
+def _recounted(eager: Sequence[Array], quantized: Sequence[Array] | None) -> list[str]:
+    """The outputs where the quantized model holds another number of values than eager (same
+    count of outputs and dtypes): a data-dependent size quantization changed. The same values
+    in another shape (a 0-d result as (1,)) are not the quantization's: the target question
+    reports those against eager's shape."""
     if quantized is None or len(quantized) != len(eager):
         return []
-    if any(e.dtype != q.dtype for e, q in zip(eager, quantized, strict=True)):
+    pairs = list(zip(eager, quantized, strict=True))
+    if any(e.dtype != q.dtype for e, q in pairs) or all(e.size == q.size for e, q in pairs):
         return []
     return structure_problems(eager, quantized)
 
 
-def _shaped_as_quantized(facts: ProgramFacts, outputs: Sequence[Array]) -> bool:
+def _shaped_as_quantized(
+    eager: Sequence[Array], facts: ProgramFacts, outputs: Sequence[Array]
+) -> bool:
+    """Whether quantization changed an output's size and the target has the quantized sizes."""
     reference = facts.quantized_reference
-    return reference is not None and not structure_problems(reference, outputs)
+    return (
+        reference is not None
+        and bool(_recounted(eager, reference))
+        and not structure_problems(reference, outputs)
+    )
 
 
 def _against_quantized(
@@ -242,9 +253,9 @@ def quantization_checks(
     if not facts.quantized:
         return []
     reference = facts.quantized_reference
-    reshaped = _reshaped(eager, reference)
-    if reshaped:  # the quantized model answers another question (a nonzero count, a length)
-        return [failed(Question.QUANTIZATION, "outputs", "; ".join(reshaped), reference=EAGER)]
+    recounted = _recounted(eager, reference)
+    if recounted:  # the quantized model answers another question (a nonzero count, a length)
+        return [failed(Question.QUANTIZATION, "outputs", "; ".join(recounted), reference=EAGER)]
     if reference is None or structure_problems(eager, reference):
         return [
             not_judged(

@@ -327,3 +327,16 @@ def test_when_quantization_changes_the_outputs_shape_the_target_is_judged_agains
     changed = only(quantization_checks(eager, facts, CaseRules()), Question.QUANTIZATION)
     assert changed.status is Status.FAIL
     assert changed.cause == "output 0 has shape (1532, 4), eager PyTorch (1536, 4)"
+
+
+def test_the_same_values_in_another_shape_are_the_targets_mismatch_not_the_quantizations() -> None:
+    """x.var() of everything: eager gives a 0-d result, the Arm quantizer's decomposition (and
+    so the program) a (1,) one. Nothing was rounded away: the program does not keep the model's
+    interface, and the target question says so against eager's shape."""
+    eager = (np.array(0.5, dtype=np.float32),)
+    quantized = (np.array([0.5], dtype=np.float32),)
+    facts = int8(quantized=quantized)
+    target = only(target_checks(eager, quantized, facts, CaseRules()))
+    assert target.status is Status.FAIL and "shape (1,), eager PyTorch ()" in target.cause
+    kept = only(quantization_checks(eager, facts, CaseRules()), Question.QUANTIZATION)
+    assert kept.status is Status.NOT_JUDGED
