@@ -299,15 +299,15 @@ def _quantization_check(
             "cannot hold infinity or NaN, so there is nothing to judge its quantization by",
             reference=EAGER,
         )
-    constant = _constant(e)
-    if constant is not None:
-        what = "all zero" if constant == 0 else f"constant ({constant:.6g} everywhere)"
+    if e.size and not np.any(e):
+        # a constant non-zero output is still judged: SQNR and cosine are defined on it, and
+        # the observers' range (which always holds zero) gives its step a real resolution
         return not_judged(
             Question.QUANTIZATION,
             f"output {index}",
-            f"eager's output is {what}: SQNR and cosine measure nothing of a signal that does "
-            "not vary, and the output's calibrated step is the quantizer's floor, not a "
-            "resolution (the target question still compares the target with the quantized model)",
+            "eager's output is all zero: SQNR and cosine are 0/0 on it, and the step calibrated "
+            "on zeros is the quantizer's floor, not a resolution (the target question still "
+            "compares the target with the quantized model)",
             reference=EAGER,
         )
     metrics = measure(e, q)
@@ -347,14 +347,6 @@ def _quantization_check(
         reference=EAGER,
         basis=tolerance.basis,
     )
-
-
-def _constant(eager: Array) -> float | None:
-    """The one value every element of eager's output holds, or None when it varies."""
-    if not eager.size:
-        return None
-    first = float(eager.ravel()[0])
-    return first if bool(np.all(eager == first)) else None
 
 
 def _finite_in_eager(e: Array, q: Array) -> tuple[Array, Array, int]:

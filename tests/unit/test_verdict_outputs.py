@@ -282,15 +282,20 @@ def test_an_integer_output_in_another_type_is_a_mismatch_that_says_whether_the_v
     assert "(the values differ too)" in other[0].cause
 
 
-@pytest.mark.parametrize(("value", "said"), [(0.0, "all zero"), (1.5, "constant (1.5 everywhere)")])
-def test_the_quantization_of_a_constant_output_is_not_judged(value: float, said: str) -> None:
-    """acos of ones, elu near -1e-6: eager does not vary, so SQNR and cosine measure nothing
-    and the calibrated step is the quantizer's floor; the question cannot be asked (and the
-    old verdict, POOR QUANTIZATION, rested on an SQNR of minus infinity)."""
-    eager = (np.full((1, 8), value, dtype=np.float32),)
-    quantized = int8((np.full((1, 8), value + 256 * STEP, np.float32),))
+def test_the_quantization_of_an_all_zero_output_is_not_judged() -> None:
+    """acos of ones: eager is all zero, so SQNR and cosine are 0/0 and the step calibrated on
+    zeros is the quantizer's floor; the question cannot be asked (the old verdict, POOR
+    QUANTIZATION, rested on an SQNR of minus infinity). A constant non-zero output (relu of
+    ones) is still judged: SQNR is defined on it and its step is a real one."""
+    eager = (np.zeros((1, 8), dtype=np.float32),)
+    quantized = int8((np.full((1, 8), 256 * STEP, np.float32),))
     check = only(quantization_checks(eager, quantized, CaseRules()), Question.QUANTIZATION)
-    assert check.status is Status.NOT_JUDGED and said in check.cause
+    assert check.status is Status.NOT_JUDGED and "all zero" in check.cause
+    ones = (np.ones((1, 8), dtype=np.float32),)
+    right = only(quantization_checks(ones, int8((ones[0],)), CaseRules()), Question.QUANTIZATION)
+    assert right.status is Status.PASS
+    far = int8((np.full((1, 8), 0.5, np.float32),))
+    assert only(quantization_checks(ones, far, CaseRules()), Question.QUANTIZATION).failed
 
 
 def test_no_verdict_rests_on_a_metric_the_signal_leaves_undefined() -> None:
