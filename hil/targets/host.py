@@ -1,8 +1,11 @@
 """The host target: .pte files on the ExecuTorch runtime, in this process.
 
-XNNPACK's thread pool is set to `connection.threads` (default 1) at provisioning: eager PyTorch
-is timed on one thread too, so a budget relative to eager means the same on a 2-core and on a
-64-core machine.
+XNNPACK's thread pool is set to `connection.threads` (default 1) at provisioning, and torch's
+intra-op threads are held at that count while a program runs (ExecuTorch 1.4.1 runs some
+portable kernels in torch's pool, hil.threads): eager PyTorch is timed on one thread too, so a
+budget relative to eager means the same on a 2-core and on a 64-core machine. Measured without
+the hold: on a busy CI machine under 1.4.1, tiny_opt's portable program took 225 times eager's
+time (budget 10; about 4 here), its kernels waiting on a pool thread the machine had no core for.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from hil.errors import (
 )
 from hil.settings import HostSettings
 from hil.targets.base import Deployment, RunResult, Target
+from hil.threads import intra_op_threads
 from hil.timing import timed_runs
 
 # Programs held loaded at once: a case deploys its program and runs it at once, and a session
@@ -37,6 +41,7 @@ class HostTarget(Target):
 
     _runtime: Any
     _methods: dict[str, Any]
+    _threads: int
 
     def _provision(self) -> None:
         try:
@@ -49,10 +54,10 @@ class HostTarget(Target):
         self._runtime = Runtime.get()
         self._methods = {}
         settings = self.spec.settings
-        threads = settings.threads if isinstance(settings, HostSettings) else 1
+        self._threads = settings.threads if isinstance(settings, HostSettings) else 1
         from executorch.extension.pybindings import portable_lib
 
-        portable_lib._unsafe_reset_threadpool(threads)
+        portable_lib._unsafe_reset_threadpool(self._threads)
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         if artifact.sha256 in self._methods:
@@ -87,7 +92,8 @@ class HostTarget(Target):
             return method.execute(values)
 
         try:
-            outputs, timings = timed_runs(once, policy)
+            with intra_op_threads(self._threads):
+                outputs, timings = timed_runs(once, policy)
         except RuntimeError as e:
             raise self._refusal(method, inputs, e) from e
         return RunResult(outputs=tuple(to_array(o) for o in outputs), timings_us=timings)

@@ -196,3 +196,29 @@ def test_an_in_process_target_moves_no_bytes_even_on_first_deploy(
         first = cold.check(TINY, "host", "portable")
     assert first.artifact.exported_now and first.artifact.size > 0
     assert first.deploy_bytes == 0  # nothing crossed a link: the runtime is in this process
+
+
+def test_programs_run_on_the_targets_thread_count_and_torchs_is_restored(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ExecuTorch 1.4.1 runs some portable kernels in torch's thread pool: while the host target
+    times a program, torch holds the target's count (1, as eager is timed), not the caller's."""
+    import hil.targets.host as host
+
+    seen: list[int] = []
+    real = host.timed_runs
+
+    def observed(once, policy):  # type: ignore[no-untyped-def]
+        seen.append(torch.get_num_threads())
+        return real(once, policy)
+
+    monkeypatch.setattr(host, "timed_runs", observed)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        result = session.check(TINY, "host", "portable")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert result.passed, result.failure_message()
+    assert seen and set(seen) == {1}
