@@ -38,7 +38,9 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     │   └── TargetStateError   a lifecycle method called in the wrong state (a bug in the caller)
     └── CheckFailed (also AssertionError, so pytest reports a failure, not an error)
         ├── OutputMismatch     the target's outputs are wrong (against eager, or against the
-        │                      quantized model it was compiled from)
+        │   │                  quantized model it was compiled from)
+        │   ├── LoweringMismatch  the lowered program's own reference is what is wrong
+        │   └── DeviceMismatch    the device left its program's reference
         ├── MissingKernel      the device's runtime has no kernel for a CPU operator
         ├── PartitionMismatch  the CPU fallback set differs from what the case expects
         ├── QuantizationLoss   the quantized model itself is too far from eager (the model's
@@ -193,6 +195,16 @@ class CheckFailed(HilError, AssertionError):
 class OutputMismatch(CheckFailed):
     """The target's outputs are wrong: against eager PyTorch (a float program) or against the
     quantized PyTorch model it was compiled from (a quantized program), beyond the limits."""
+
+
+class LoweringMismatch(OutputMismatch):
+    """The lowered program's own reference (its TOSA graphs in Arm's reference model) computes
+    otherwise than the model it was compiled from: the lowering is what to fix, not a device."""
+
+
+class DeviceMismatch(OutputMismatch):
+    """The device's outputs differ from its program's reference beyond the device's allowance:
+    the device (its NPU command stream, kernel or driver) is what to fix, not the lowering."""
 
 
 class MissingKernel(CheckFailed):

@@ -41,7 +41,7 @@ def _variant(item: pytest.Item) -> Variant | None:
 
 def _target_reference(result: CheckResult) -> tuple[bool, float | None]:
     """Whether output 0 was judged against the quantized model, and its limit on |error|."""
-    for check in result.of(Question.TARGET):
+    for check in result.of(Question.TARGET, Question.LOWERING):
         if check.subject != "output 0":
             continue
         limits = {lim.metric: lim.value for lim in check.limits}

@@ -20,8 +20,13 @@ def _limit(check: Mapping[str, Any], metric: str) -> float | None:
 
 
 def target_cell(row: Mapping[str, Any]) -> str:
-    """The target check, worst output: "2 of 11 steps" (quantized) or "3.1e-07 of 1.0e-04"."""
-    checks = _checks(row, "target")
+    """The target check, worst output: "2 of 11 steps" (quantized) or "3.1e-07 of 1.0e-04".
+    Where the lowering and the device are judged apart, the lowering's numbers (against the
+    model), prefixed by the device's when the device left its program's reference."""
+    device = [c for c in _checks(row, "device") if c.get("status") == "fail"]
+    if device:
+        return "device: " + "; ".join(_device_numbers(c) for c in device)
+    checks = _checks(row, "target") + _checks(row, "lowering")
     if any(c.get("status") == "not judged" for c in checks):
         return "not judged"
     worst: tuple[float, str] | None = None
@@ -36,6 +41,15 @@ def target_cell(row: Mapping[str, Any]) -> str:
             if worst is None or share > worst[0]:
                 worst = (share, text)
     return worst[1] if worst else "-"
+
+
+def _device_numbers(check: Mapping[str, Any]) -> str:
+    observed = check.get("observed") or {}
+    for metric, unit in (("max_steps", "steps"), ("max_ulps", "ULPs"), ("unequal", "unequal")):
+        value, limit = fmt.number(observed.get(metric)), _limit(check, metric)
+        if value is not None and limit is not None:
+            return f"{value:g} {unit} (limit {limit:g})"
+    return str(check.get("cause") or "wrong")
 
 
 def quantization_cell(row: Mapping[str, Any]) -> str:

@@ -20,7 +20,9 @@ from typing import Any
 from hil.errors import ReportError
 
 SCHEMA_NAME = "hil-certification-report"
-SCHEMA_VERSION = 3  # 3 added the 'quarantined' category; a version 2 report reads as it is
+# 3 added the 'quarantined' category, 4 the 'lowering' and 'device' questions; a version 2 or 3
+# report reads as it is
+SCHEMA_VERSION = 4
 DIGEST_ALGORITHM = "sha256"
 CANONICAL_FORM = "json: keys sorted, separators ',' ':', ASCII, no NaN, digest member excluded"
 

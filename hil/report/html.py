@@ -176,7 +176,7 @@ def overview_plots(report: Mapping[str, Any]) -> list[dict[str, str]]:
         for row in rows:
             used = _tolerance_used(row)
             if used is not None:
-                ok = used <= 1.0 and row["verdict"] != "MISMATCH"  # any output metric failed
+                ok = used <= 1.0 and not row["verdict"].endswith("MISMATCH")  # an output failed
                 margins.append(
                     plots.Bar(
                         f"{row['case']} [{row['recipe']}]", max(used, TOLERANCE_FLOOR), 1.0, ok
@@ -220,7 +220,8 @@ def _judged_against(row: Mapping[str, Any]) -> tuple[str, float | None]:
 def failure_plot(row: Mapping[str, Any]) -> str | None:
     """Output vs reference for a failing check, from its .npz when it is still on disk."""
     path = Path(str(row.get("arrays") or ""))
-    if row["verdict"] not in ("MISMATCH", "POOR QUANTIZATION") or not path.is_file():
+    wrong = row["verdict"].endswith("MISMATCH") or row["verdict"] == "POOR QUANTIZATION"
+    if not wrong or not path.is_file():
         return None
     group, max_abs = _judged_against(row)
     try:

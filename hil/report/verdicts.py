@@ -46,6 +46,8 @@ VERDICT_CATEGORIES: Mapping[str, str] = MappingProxyType(
     {
         "PASS": PASS,
         "MISMATCH": FAILURE,  # the target's outputs are wrong
+        "LOWERING MISMATCH": FAILURE,  # the lowered program's own reference is wrong
+        "DEVICE MISMATCH": FAILURE,  # the device left its program's reference
         "MISSING KERNEL": FAILURE,  # the device's runtime cannot run an operator of the program
         "POOR QUANTIZATION": FAILURE,  # the quantized model itself is too far from eager
         "RUN REFUSED": FAILURE,  # the runtime refused to run the program (a kernel's check)
@@ -73,6 +75,8 @@ ERROR_CLASSES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         FAILURE: (
             "OutputMismatch",
+            "LoweringMismatch",
+            "DeviceMismatch",
             "MissingKernel",
             "QuantizationLoss",
             "RunRefused",

@@ -34,6 +34,7 @@ from hil.progress import Progress
 from hil.recipes import Recipe, make_recipe
 from hil.runner.driver import DeviceTrace
 from hil.session.beside_eager import run_beside_eager
+from hil.session.lowered import lowered_reference
 from hil.session.pool import TargetPool
 from hil.session.prefetch import ExportPool, default_workers, plan
 from hil.session.random_stream import random_stream_kept
@@ -248,6 +249,7 @@ class Session:
             reference = replace(reference, beside=timed.eager)
         else:
             run = device.run(deployment, built.inputs, policy)
+        lowered = lowered_reference(device, deployment, artifact, built.inputs, run.outputs)
         if rewrite is not None:
             run = replace(run, outputs=tuple(rewrite(run.outputs)))
         if reference.written and len(run.outputs) == len(reference.outputs) + len(
@@ -261,6 +263,7 @@ class Session:
             reference=reference.outputs,
             output=run.outputs,
             quantized_reference=artifact.quantized_reference() or (),
+            lowered=lowered.outputs if lowered else (),
         )
         seen = Observation(
             outputs=run.outputs,
@@ -273,6 +276,7 @@ class Session:
             target_info=device.describe(),
             device_kernels=device.runs_device_kernels,
             not_the_model=run.not_the_model,
+            lowered=lowered,
         )
         result = judge(built, spec, RecipeFacts.of(recipe_obj), artifact, reference, seen, arrays)
         if self.profile and device.records_etdump:

@@ -22,6 +22,7 @@ from hil.case import Inputs
 from hil.devices import DeviceSpec, TimingPolicy
 from hil.errors import TargetStateError, TraceUnavailable
 from hil.runner.driver import DeviceTrace
+from hil.verdict.device import EXACT, DeviceAllowance
 
 
 class State(enum.Enum):
@@ -94,6 +95,11 @@ class Target(ABC):
     # True for targets whose device runtime can record ExecuTorch's ETDump (the runner's):
     # each check then gets a profile from the device
     records_etdump: ClassVar[bool] = False
+    # True for stand-ins whose outputs are their program's lowered reference (its TOSA graphs
+    # in Arm's reference model): the device question holds there by construction
+    is_lowered_reference: ClassVar[bool] = False
+    # how far the device may be from its program's lowered reference (hil.verdict.device)
+    device_allowance: ClassVar[DeviceAllowance] = EXACT
 
     def __init__(self, spec: DeviceSpec) -> None:
         self.spec = spec
@@ -148,6 +154,17 @@ class Target(ABC):
         """`runs` runs on the device with ExecuTorch's ETDump (and their intermediate outputs,
         for `debug_bytes` > 0), apart from the judged runs."""
         return self._trace(deployment, inputs, debug_bytes, runs)
+
+    @requires(State.READY)
+    def lowered_reference(self, deployment: Deployment, inputs: Inputs) -> tuple[Array, ...] | None:
+        """The program's lowered reference on `inputs`, where this target holds the program in a
+        form that runs it (None: whoever needs it builds it from the artifact)."""
+        return self._lowered_reference(deployment, inputs)
+
+    def _lowered_reference(
+        self, deployment: Deployment, inputs: Inputs
+    ) -> tuple[Array, ...] | None:
+        return None
 
     def _trace(
         self, deployment: Deployment, inputs: Inputs, debug_bytes: int, runs: int

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from hil.arrays import to_array
+from hil.arrays import Array, to_array
 from hil.artifacts.partition import PartitionReport
 from hil.artifacts.store import Artifact
 from hil.call import fresh
@@ -95,6 +95,7 @@ class TosaRefTarget(Target):
     # The CPU part runs on PyTorch's kernels here, not the device runtime's: the verdict judges
     # from the partition report whether the device would have a kernel for each CPU operator.
     runs_device_kernels: ClassVar[bool] = False
+    is_lowered_reference: ClassVar[bool] = True
     recipe_names: ClassVar[tuple[str, ...]] = ("tosa-fp",)
     kind: ClassVar[str] = "tosa_ref"
 
@@ -151,15 +152,13 @@ class TosaRefTarget(Target):
                 fix="export with the target's own recipe",
             )
         self._check_artifact(artifact)
-        graphs = {
-            graph.name: tosa_graph(artifact.folder / graph.folder / TOSA_FILE, graph.tosa_sha256)
-            for graph in artifact.parts.tosa_graphs
-        }
         loaded = LoadedProgram(
-            load_host_program(artifact.folder), graphs, self._counters(artifact, partition)
+            load_host_program(artifact.folder),
+            tosa_graphs(artifact),
+            self._counters(artifact, partition),
         )
         self._loaded[artifact.sha256] = loaded
-        self.log.info("deployed %s: %d TOSA delegate(s)", artifact.key[:12], len(graphs))
+        self.log.info("deployed %s: %d TOSA delegate(s)", artifact.key[:12], len(loaded.graphs))
         return Deployment(artifact.sha256)  # in this process: nothing crosses a link
 
     def _check_artifact(self, artifact: Artifact) -> None:
@@ -187,11 +186,36 @@ class TosaRefTarget(Target):
     def _result(self, outputs: tuple[Any, ...], loaded: LoadedProgram, ran: str) -> RunResult:
         return RunResult(outputs=outputs, counters=loaded.counters, log=f"{ran} (no timing)")
 
+    def _lowered_reference(self, deployment: Deployment, inputs: Inputs) -> tuple[Array, ...]:
+        loaded = self._loaded[deployment.sha256]
+        return run_lowered(loaded.module, loaded.graphs, inputs)
+
     def _teardown(self) -> None:
         self._loaded.clear()
 
     def describe(self) -> Mapping[str, str]:
         return {**super().describe(), "numerics": "TOSA reference model"}
+
+
+def run_lowered(module: Any, graphs: Mapping[str, bytes], inputs: Inputs) -> tuple[Array, ...]:
+    """The lowered program's reference: its host part on this CPU, each TOSA delegate in Arm's
+    TOSA reference model (what a device's outputs are judged against, hil.verdict.device)."""
+    result = run_host_program(module, TosaRunner(graphs), inputs)
+    return tuple(to_array(t) for t in flatten_outputs(result))
+
+
+def lowered_of(artifact: Artifact, inputs: Inputs) -> tuple[Array, ...]:
+    """The lowered reference made from the artifact's side files (a target that holds the
+    program otherwise: an FVP's or a board's runner)."""
+    return run_lowered(load_host_program(artifact.folder), tosa_graphs(artifact), inputs)
+
+
+def tosa_graphs(artifact: Artifact) -> dict[str, bytes]:
+    """Each TOSA delegate's graph, by name, verified against the export's record."""
+    return {
+        graph.name: tosa_graph(artifact.folder / graph.folder / TOSA_FILE, graph.tosa_sha256)
+        for graph in artifact.parts.tosa_graphs
+    }
 
 
 def tosa_graph(path: Path, sha256: str) -> bytes:

@@ -22,9 +22,14 @@ class Status(enum.Enum):
 
 
 class Question(enum.Enum):
-    """The questions a check answers; the first two are "The verdict" of ARCHITECTURE.md."""
+    """The questions a check answers; the target's and the quantization's are "The verdict" of
+    ARCHITECTURE.md."""
 
     TARGET = "target"  # is the target right? (against the model it was compiled from)
+    # Where the lowered program has a reference of its own (its TOSA graphs in Arm's reference
+    # model), the target question is asked as two, so a failure names what to fix:
+    LOWERING = "lowering"  # is the lowering faithful? (its reference against the model)
+    DEVICE = "device"  # is the device faithful to its program? (against that reference)
     QUANTIZATION = "quantization"  # is the quantization good enough? (quantized model vs eager)
     KERNELS = "kernels"  # can the device's runtime run every CPU operator of the program?
     PARTITION = "partition"  # did the accelerator take what the case expects?
@@ -38,6 +43,8 @@ class Question(enum.Enum):
 QUESTION_TITLES: Mapping[Question, str] = MappingProxyType(
     {
         Question.TARGET: "is the target right?",
+        Question.LOWERING: "is the lowering faithful?",
+        Question.DEVICE: "is the device faithful to its program?",
         Question.QUANTIZATION: "is the quantization good enough?",
         Question.KERNELS: "can the device run every operator?",
         Question.PARTITION: "is the model partitioned as expected?",

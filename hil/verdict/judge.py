@@ -7,7 +7,7 @@ so every rule here is testable without a target.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -22,6 +22,7 @@ from hil.devices import DeviceSpec
 from hil.verdict import budgets, outputs
 from hil.verdict.budgets import LatencyStats
 from hil.verdict.checks import Check, Question, failed, judged, not_judged
+from hil.verdict.device import Lowered, device_checks
 from hil.verdict.metrics import measure
 from hil.verdict.result import CheckResult, Metrics
 from hil.verdict.tolerances import StepAllowance
@@ -43,6 +44,9 @@ class Observation:
     # device's runtime has those kernels is then judged from the partition report.
     device_kernels: bool = True
     not_the_model: str = ""  # why the outputs are not the model's (an echo runner's)
+    # the lowered program's own reference on the same inputs, where it has one: the target
+    # question is then asked as two, the lowering's and the device's (hil.verdict.device)
+    lowered: Lowered | None = None
 
 
 @dataclass(frozen=True)
@@ -112,14 +116,7 @@ def judge(
     report = artifact.parts.partition
     latency = budgets.latency_stats(seen.timings_us, seen.timing)
     budget = budgets.budget_for(case, spec, recipe.name)
-    unjudged = seen.not_the_model or reference.unavailable
-    target = (
-        [not_judged(Question.TARGET, "outputs", unjudged)]
-        if unjudged
-        else outputs.target_checks(
-            reference.outputs, seen.outputs, facts, rules, reference.bf16_outputs
-        )
-    )
+    target = _output_checks(reference, seen, facts, rules)
     quantization = (
         [not_judged(Question.QUANTIZATION, "outputs", reference.unavailable)]
         if reference.unavailable and facts.quantized
@@ -155,9 +152,47 @@ def judge(
     )
 
 
+def _output_checks(
+    reference: Reference, seen: Observation, facts: outputs.ProgramFacts, rules: outputs.CaseRules
+) -> list[Check]:
+    """Is the target right? Asked as one question, or as two where the lowered program has a
+    reference of its own: the lowering against the model, the device against that reference."""
+    lowered = seen.lowered
+    if lowered is None or lowered.unavailable:
+        unjudged = seen.not_the_model or reference.unavailable
+        if unjudged:
+            return [not_judged(Question.TARGET, "outputs", unjudged)]
+        checks = outputs.target_checks(
+            reference.outputs, seen.outputs, facts, rules, reference.bf16_outputs
+        )
+        if lowered is None:
+            return checks
+        apart = f" (the lowering and the device not judged apart: {lowered.unavailable})"
+        return [replace(c, basis=c.basis + apart) for c in checks]
+    lowering = (
+        [not_judged(Question.LOWERING, "outputs", reference.unavailable)]
+        if reference.unavailable
+        else [
+            replace(c, question=Question.LOWERING)
+            for c in outputs.target_checks(
+                reference.outputs, lowered.outputs, facts, rules, reference.bf16_outputs
+            )
+        ]
+    )
+    device = (
+        [not_judged(Question.DEVICE, "outputs", seen.not_the_model)]
+        if seen.not_the_model
+        else device_checks(lowered, seen.outputs, facts.steps)
+    )
+    return [*lowering, *device]
+
+
 def _top1(checks: list[Check]) -> float | None:
     for check in checks:
-        if check.question is Question.TARGET and "top1_agreement" in check.observed:
+        if (
+            check.question in (Question.TARGET, Question.LOWERING)
+            and "top1_agreement" in check.observed
+        ):
             value = check.observed["top1_agreement"]
             return float(value) if isinstance(value, (int, float)) else None
     return None

@@ -3,6 +3,9 @@
 The verdict is read off the checks, the first failing question winning:
 
     MISMATCH           the target's outputs are wrong (against eager, or the quantized model)
+    LOWERING MISMATCH  where the lowered program has a reference of its own (its TOSA graphs in
+                       Arm's reference model): that reference is wrong, the lowering is at fault
+    DEVICE MISMATCH    the device's outputs left its program's reference: the device is at fault
     MISSING KERNEL     the device's runtime has no kernel for an operator of the program
     PARTITION          the accelerator did not take what the case expects
     POOR QUANTIZATION  the quantized model itself is too far from eager: the model's problem
@@ -25,6 +28,8 @@ from hil.artifacts.store import Artifact
 from hil.errors import (
     BudgetExceeded,
     CheckFailed,
+    DeviceMismatch,
+    LoweringMismatch,
     MissingKernel,
     NotJudged,
     OutputMismatch,
@@ -38,8 +43,26 @@ from hil.verdict.profile import Profile
 
 RECORD_VERSION = 2
 
+# the questions about the outputs: asked as one (the target), or as two where the lowered
+# program has a reference of its own (hil.verdict.device)
+OUTPUT_QUESTIONS = (Question.DEVICE, Question.LOWERING, Question.TARGET)
+
 # question -> (verdict, error class, headline), in the order verdicts are decided
 _FAILURES: tuple[tuple[Question, str, type[CheckFailed], str], ...] = (
+    (
+        Question.DEVICE,
+        "DEVICE MISMATCH",
+        DeviceMismatch,
+        "the device's outputs differ from its program's reference: the device is at fault, "
+        "not the lowering",
+    ),
+    (
+        Question.LOWERING,
+        "LOWERING MISMATCH",
+        LoweringMismatch,
+        "the lowered program computes otherwise than the model: the lowering is at fault, not "
+        "the device",
+    ),
     (Question.TARGET, "MISMATCH", OutputMismatch, "the target's outputs are wrong"),
     (Question.KERNELS, "MISSING KERNEL", MissingKernel, "the device cannot run the program"),
     (Question.PARTITION, "PARTITION", PartitionMismatch, "the partition differs from the case's"),
@@ -95,8 +118,8 @@ class CheckResult:
 
     # -- reading the checks ------------------------------------------------------------------
 
-    def of(self, question: Question) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if c.question is question)
+    def of(self, *questions: Question) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.question in questions)
 
     @property
     def failed_checks(self) -> tuple[Check, ...]:
@@ -120,7 +143,7 @@ class CheckResult:
 
     @property
     def outputs_ok(self) -> bool:
-        return not any(c.failed for c in self.of(Question.TARGET))
+        return not any(c.failed for c in self.of(*OUTPUT_QUESTIONS))
 
     # -- messages ------------------------------------------------------------------------------
 
@@ -138,7 +161,7 @@ class CheckResult:
                 lines.append(f"  {check.describe()}")
                 if check.basis:
                     lines.append(f"    limits: {check.basis}")
-            if question is Question.TARGET and (self.divergence or self.explained):
+            if question in OUTPUT_QUESTIONS and (self.divergence or self.explained):
                 unplaced = self.divergence is not None and self.divergence.first is None
                 lines.append(
                     f"  {self.first_divergent()}"
@@ -149,9 +172,11 @@ class CheckResult:
                         else ""
                     )
                 )
-            if question in (Question.TARGET, Question.QUANTIZATION):
+            if question in (*OUTPUT_QUESTIONS, Question.QUANTIZATION):
+                lowered = "lowered reference, " if self.of(Question.LOWERING) else ""
                 lines.append(
-                    f"  full arrays (inputs, eager, quantized model, target): {self.arrays_path}"
+                    f"  full arrays (inputs, eager, quantized model, {lowered}target): "
+                    f"{self.arrays_path}"
                 )
                 lines.append(f"  see it: {self.explore_command()}")
             return "\n".join(lines)
@@ -248,7 +273,11 @@ class CheckResult:
 
     def _agreement(self) -> dict[str, Any] | None:
         """The target against the quantized model, worst over outputs (for the NPU tables)."""
-        judged = [c for c in self.of(Question.TARGET) if c.reference.startswith("the quantized")]
+        judged = [
+            c
+            for c in self.of(Question.TARGET, Question.LOWERING)
+            if c.reference.startswith("the quantized")
+        ]
         steps = [c.observed.get("max_steps") for c in judged if c.judged]
         if not judged or any(s is None for s in steps):
             return None
@@ -268,7 +297,7 @@ class CheckResult:
         """How much of its error tolerance the target used, worst over outputs (1.0: at the
         limit): max |error| over its limit, or steps over the step limit."""
         shares = []
-        for check in self.of(Question.TARGET):
+        for check in self.of(Question.TARGET, Question.LOWERING):
             for limit in check.limits:
                 value = check.observed.get(limit.metric)
                 if limit.metric in ("max_abs", "max_steps") and isinstance(value, (int, float)):

@@ -29,7 +29,12 @@ def test_a_cond_branch_convolution_is_judged_against_the_converted_model(
     module, x = their_false_branch_row()
     case = case_from_module("cond_branch", module, (x,), calibration=lambda: [(x,), (-x,)])
     result = session.check(case, "u85-ref", "ethos-u")
-    target = next(c for c in result.checks if c.question is Question.TARGET)
-    assert target.failed, target
-    assert target.observed["max_steps"] == 1.0, target
-    assert result.verdict != "PASS"
+    lowering = next(c for c in result.checks if c.question is Question.LOWERING)
+    assert lowering.failed, lowering
+    assert lowering.observed["max_steps"] == 1.0, lowering
+    assert not result.of(Question.TARGET)  # asked as two: the lowering and the device
+    assert all(not c.failed for c in result.of(Question.DEVICE))
+    assert result.verdict == "LOWERING MISMATCH"
+    message = result.failure_message() or ""
+    assert "the lowering is at fault, not the device" in message
+    assert "is the lowering faithful?" in message and "lowered reference" in message
