@@ -78,6 +78,20 @@ class MemorySpec:
 
 
 @dataclass(frozen=True)
+class DeviceAllowance:
+    """How far a device's outputs may be from its program's reference, with the measurement
+    behind it (hil.verdict.device): output steps where quantized, ULPs of the output's peak
+    where float; integer outputs equal."""
+
+    steps: float = 0.0
+    float_ulps: float = 0.0
+    basis: str = "exact: the device computes its program as the reference defines it"
+
+    def __str__(self) -> str:
+        return f"{self.steps:g} step(s), {self.float_ulps:g} ULP(s) of the peak: {self.basis}"
+
+
+@dataclass(frozen=True)
 class DeviceSpec:
     """A target as described by its device file."""
 
@@ -90,6 +104,9 @@ class DeviceSpec:
     settings: Settings  # the connection section, typed for the kind (hil.settings)
     source: Path
     npu: str | None = None  # the NPU configuration the device has, e.g. "ethos-u55-128"
+    # measured: how far the device may be from its program's reference; given, a runner
+    # device's CPU programs are also judged against this machine's ExecuTorch runtime
+    device_allowance: DeviceAllowance | None = None
 
     def recipe(self, name: str) -> RecipeSpec:
         for spec in self.recipes:
@@ -183,11 +200,36 @@ def _parse_memory(reader: Section) -> MemorySpec:
     )
 
 
+def _parse_allowance(reader: Section) -> DeviceAllowance | None:
+    if not reader.has("device_allowance"):
+        return None
+    section = reader.section("device_allowance")
+    section.reject_unknown(("steps", "float_ulps", "basis"))
+    values = {}
+    for name in ("steps", "float_ulps"):
+        value = section.get(name, (int, float), 0.0, "a number of 0 or more")
+        if value < 0:
+            section.fail(section.key(name), "a number of 0 or more", value)
+        values[name] = float(value)
+    basis = section.get("basis", str, ..., "what was measured, on what, when")
+    return DeviceAllowance(values["steps"], values["float_ulps"], basis)
+
+
 def parse_device(data: Any, source: Path) -> DeviceSpec:
     """Validate one device file's content; raise DeviceSpecError naming the first problem."""
     reader = Section(data, source)
     reader.reject_unknown(
-        ("name", "kind", "description", "recipes", "latency", "memory", "connection", "npu")
+        (
+            "name",
+            "kind",
+            "description",
+            "recipes",
+            "latency",
+            "memory",
+            "connection",
+            "npu",
+            "device_allowance",
+        )
     )
     name = reader.get("name", str)
     if name != source.stem:
@@ -221,6 +263,7 @@ def parse_device(data: Any, source: Path) -> DeviceSpec:
         settings=settings,
         source=source,
         npu=npu,
+        device_allowance=_parse_allowance(reader),
     )
 
 

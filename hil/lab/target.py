@@ -3,8 +3,10 @@
 A device file whose connection names a labgrid place or pool (hil/settings/lab.py) becomes a
 LabTarget (hil/lab/open_target.py). Provisioning leases a place (reservation, wait, acquire:
 hil/lab/lease.py) and provisions the inner target (SerialTarget, SshTarget) on the place's
-resources, unchanged; deploy and run go to the inner target. What the lab adds is what happens
-when the board fails:
+resources, unchanged; deploy and run go to the inner target, and so does everything else a
+target kind can do (its Capabilities, the device's ETDump trace and clock, its program's
+reference): a leased board is judged and explained exactly as the same board opened directly.
+What the lab adds is what happens when the board fails:
 
     runner stops answering   power-cycle the place (if it has a power switch), then the
     (InfrastructureError)    handshake again; it answers: InfrastructureRecovered (same
@@ -32,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from hil.arrays import Array
 from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import DeviceSpec, TimingPolicy
@@ -46,8 +49,9 @@ from hil.lab.lease import Lease, Leaser
 from hil.lab.power import LabgridPower, place_power
 from hil.lab.resources import inner_spec
 from hil.lab.stale import LeaseBook
+from hil.runner.driver import DeviceTrace
 from hil.settings import LabSettings, lab_settings
-from hil.targets.base import Deployment, RunResult, Target
+from hil.targets.base import Capabilities, Deployment, RunResult, Target
 
 R = TypeVar("R")
 
@@ -222,6 +226,27 @@ class LabTarget(Target):
 
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
         return self._guarded("running the model", lambda t: t.run(deployment, inputs, policy))
+
+    # -- what the board's kind can do, forwarded whole ----------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    def _trace(
+        self, deployment: Deployment, inputs: Inputs, debug_bytes: int, runs: int
+    ) -> DeviceTrace:
+        return self._guarded(
+            "tracing the model", lambda t: t.trace(deployment, inputs, debug_bytes, runs)
+        )
+
+    def clock_of(self, trace: DeviceTrace) -> tuple[str, float]:
+        return self.inner.clock_of(trace)
+
+    def _lowered_reference(
+        self, deployment: Deployment, inputs: Inputs
+    ) -> tuple[Array, ...] | None:
+        return self.inner.lowered_reference(deployment, inputs)
 
 
 def _provisioned(target: Target) -> Target | InfrastructureError:

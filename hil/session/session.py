@@ -249,7 +249,7 @@ class Session:
             reference = replace(reference, beside=timed.eager)
         else:
             run = device.run(deployment, built.inputs, policy)
-        lowered = lowered_reference(device, deployment, artifact, built.inputs, run.outputs)
+        lowered = lowered_reference(device, spec, deployment, artifact, built.inputs, run.outputs)
         if rewrite is not None:
             run = replace(run, outputs=tuple(rewrite(run.outputs)))
         if reference.written and len(run.outputs) == len(reference.outputs) + len(
@@ -274,12 +274,12 @@ class Session:
             deploy_bytes=deployment.bytes_sent,
             log=run.log,
             target_info=device.describe(),
-            device_kernels=device.runs_device_kernels,
+            device_kernels=device.capabilities.runs_device_kernels,
             not_the_model=run.not_the_model,
             lowered=lowered,
         )
         result = judge(built, spec, RecipeFacts.of(recipe_obj), artifact, reference, seen, arrays)
-        if self.profile and device.records_etdump:
+        if self.profile and device.capabilities.records_etdump:
             result = self._profiled(result, device, deployment, built, artifact, spec)
         if rewrite is not None and not result.outputs_ok:
             result = replace(
@@ -290,7 +290,7 @@ class Session:
         elif self.explain or not result.outputs_ok:
             device_run = (
                 functools.partial(self._trace, device, spec.name, deployment, built.inputs)
-                if device.records_etdump
+                if device.capabilities.records_etdump
                 else None
             )
             result = self._explained(result, built, artifact, recipe_obj, spec, name, device_run)

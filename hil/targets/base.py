@@ -19,10 +19,10 @@ from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 from hil.arrays import Array
 from hil.artifacts.store import Artifact
 from hil.case import Inputs
-from hil.devices import DeviceSpec, TimingPolicy
+from hil.devices import DeviceAllowance, DeviceSpec, TimingPolicy
 from hil.errors import TargetStateError, TraceUnavailable
 from hil.runner.driver import DeviceTrace
-from hil.verdict.device import EXACT, DeviceAllowance
+from hil.verdict.device import EXACT
 
 
 class State(enum.Enum):
@@ -85,21 +85,34 @@ class RunResult:
     not_the_model: str = ""
 
 
-class Target(ABC):
-    """Base of every target kind."""
+@dataclass(frozen=True)
+class Capabilities:
+    """What a target kind can do beyond deploy and run, in one record: a wrapper (a board
+    leased through the lab) forwards it whole, so nothing a kind adds is lost on the way."""
 
     # False for stand-ins that run a program's CPU part on PyTorch's kernels rather than
     # ExecuTorch's (the reference-model targets): whether the device's runtime has a kernel for
     # every CPU operator is then judged from the artifact's partition report.
-    runs_device_kernels: ClassVar[bool] = True
+    runs_device_kernels: bool = True
     # True for targets whose device runtime can record ExecuTorch's ETDump (the runner's):
-    # each check then gets a profile from the device
-    records_etdump: ClassVar[bool] = False
+    # each check then gets a profile from the device, and a wrong output its first divergent
+    # operator from the device's own intermediates
+    records_etdump: bool = False
     # True for stand-ins whose outputs are their program's lowered reference (its TOSA graphs
     # in Arm's reference model): the device question holds there by construction
-    is_lowered_reference: ClassVar[bool] = False
-    # how far the device may be from its program's lowered reference (hil.verdict.device)
-    device_allowance: ClassVar[DeviceAllowance] = EXACT
+    is_lowered_reference: bool = False
+    # how far the device may be from its program's lowered reference (hil.verdict.device);
+    # a device file's `device_allowance` replaces it
+    device_allowance: DeviceAllowance = EXACT
+    # True where the outputs come from an ExecuTorch runtime of the device's own (a runner),
+    # not this process's: this process's runtime is then a reference for its CPU programs
+    own_runtime: bool = False
+
+
+class Target(ABC):
+    """Base of every target kind."""
+
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities()
 
     def __init__(self, spec: DeviceSpec) -> None:
         self.spec = spec
@@ -178,6 +191,10 @@ class Target(ABC):
         """What a trace's ticks count on this target, and how many of that unit a tick is."""
         emulated = " (emulated)" if self.spec.latency.timing == "emulated" else ""
         return trace.clock + emulated, 1.0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.CAPABILITIES
 
     def describe(self) -> Mapping[str, str]:
         """Identity facts for reports (runner build id, CPU model, versions)."""

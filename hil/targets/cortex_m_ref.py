@@ -26,7 +26,7 @@ from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
 from hil.recipes.cortex_m import channels_last
 from hil.recipes.host_program import load_host_program
 from hil.recipes.lowering import flatten_outputs
-from hil.targets.base import Deployment, RunResult, Target
+from hil.targets.base import Capabilities, Deployment, RunResult, Target
 
 
 class CortexMRefTarget(Target):
@@ -34,7 +34,7 @@ class CortexMRefTarget(Target):
 
     # The CPU part runs on PyTorch's kernels here, not the device runtime's: the verdict judges
     # from the partition report whether the device would have a kernel for each CPU operator.
-    runs_device_kernels: ClassVar[bool] = False
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(runs_device_kernels=False)
 
     _loaded: dict[str, tuple[Any, bool, dict[str, float]]]
 

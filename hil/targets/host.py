@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import re
+from pathlib import Path
 from typing import Any
 
-from hil.arrays import to_array
+from hil.arrays import Array, to_array
 from hil.artifacts.store import Artifact
 from hil.call import fresh
 from hil.capture import captured_output
@@ -120,3 +121,20 @@ class HostTarget(Target):
 
     def _teardown(self) -> None:
         self._methods.clear()
+
+
+def run_on_this_runtime(pte_path: Path, inputs: Inputs) -> tuple[Array, ...]:
+    """The program on this process's ExecuTorch runtime, once, on one thread: the reference a
+    runner device's outputs are judged against where its device file gives an allowance."""
+    try:
+        from executorch.runtime import Runtime
+
+        method = Runtime.get().load_program(pte_path).load_method("forward")
+        with intra_op_threads(1):
+            outputs = method.execute(list(fresh(inputs)))
+    except (ImportError, RuntimeError) as e:
+        raise RunRefused(
+            f"this machine's ExecuTorch runtime cannot run {pte_path}: {e}",
+            fix="the device is then judged with its program as one (is the target right?)",
+        ) from e
+    return tuple(to_array(o) for o in outputs)

@@ -33,15 +33,14 @@ from typing import ClassVar, TypeVar
 
 from hil.artifacts.store import Artifact
 from hil.case import Inputs
-from hil.devices import DeviceSpec, TimingPolicy
+from hil.devices import DeviceAllowance, DeviceSpec, TimingPolicy
 from hil.errors import InfrastructureError, TargetUnavailable
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.driver import DeviceTrace, Files, RunnerDriver, RunnerRun, RunnerSite
 from hil.settings.common import LinkPolicy
-from hil.targets.base import Deployment, RunResult, Target
+from hil.targets.base import Capabilities, Deployment, RunResult, Target
 from hil.transports import Link
-from hil.verdict.device import DeviceAllowance
 
 R = TypeVar("R")
 
@@ -49,16 +48,20 @@ R = TypeVar("R")
 class RunnerTarget(Target):
     """A target whose runner is reached through a RunnerDriver (None while none is connected)."""
 
-    records_etdump = True
-    # An Ethos-U program on an FVP or a board, against its TOSA graphs in the reference model.
-    # Not measured here (no FVP binary on these machines): Vela compiles some operators'
-    # rounding otherwise than TOSA's reference (ExecuTorch's own FVP tests allow one output step
-    # against the quantized model, qtol=1), so one step until a measured figure replaces it.
-    device_allowance: ClassVar[DeviceAllowance] = DeviceAllowance(
-        steps=1.0,
-        float_ulps=0.0,
-        basis="one output step for an NPU's rounding (ExecuTorch's FVP tests allow the same); "
-        "not yet measured on an FVP",
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        records_etdump=True,
+        own_runtime=True,
+        # An Ethos-U program on an FVP or a board, against its TOSA graphs in the reference
+        # model. Not measured here (no FVP binary on these machines): Vela compiles some
+        # operators' rounding otherwise than TOSA's reference (ExecuTorch's own FVP tests allow
+        # one output step against the quantized model, qtol=1): one step until a measured figure
+        # replaces it.
+        device_allowance=DeviceAllowance(
+            steps=1.0,
+            float_ulps=0.0,
+            basis="one output step for an NPU's rounding (ExecuTorch's FVP tests allow the "
+            "same); not yet measured on an FVP",
+        ),
     )
 
     def __init__(self, spec: DeviceSpec) -> None:

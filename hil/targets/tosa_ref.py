@@ -36,7 +36,7 @@ from hil.ethos_u.tosa_delegate import OP, TosaRunner
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import load_host_program
 from hil.recipes.lowering import flatten_outputs
-from hil.targets.base import Deployment, RunResult, Target
+from hil.targets.base import Capabilities, Deployment, RunResult, Target
 
 # Programs held loaded at once (least recently used let go): a case deploys its program and
 # runs it at once, and a session over ExecuTorch's 156 operator files deploys thousands.
@@ -94,8 +94,9 @@ class TosaRefTarget(Target):
 
     # The CPU part runs on PyTorch's kernels here, not the device runtime's: the verdict judges
     # from the partition report whether the device would have a kernel for each CPU operator.
-    runs_device_kernels: ClassVar[bool] = False
-    is_lowered_reference: ClassVar[bool] = True
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities(
+        runs_device_kernels=False, is_lowered_reference=True
+    )
     recipe_names: ClassVar[tuple[str, ...]] = ("tosa-fp",)
     kind: ClassVar[str] = "tosa_ref"
 

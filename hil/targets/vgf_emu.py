@@ -24,7 +24,7 @@ import hashlib
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,7 +34,7 @@ import torch
 from hil.arrays import to_array
 from hil.artifacts.store import Artifact
 from hil.case import Inputs
-from hil.devices import TimingPolicy
+from hil.devices import DeviceAllowance, TimingPolicy
 from hil.errors import DeployError, RunRefused, TargetCrash, TargetUnavailable
 from hil.ethos_u.tosa_delegate import (
     NDArray,
@@ -45,9 +45,8 @@ from hil.ethos_u.tosa_delegate import (
     to_tosa_layout,
 )
 from hil.recipes.lowering import flatten_outputs
-from hil.targets.base import Deployment, RunResult
+from hil.targets.base import Capabilities, Deployment, RunResult
 from hil.targets.tosa_ref import LoadedProgram, TosaRefTarget, run_host_program
-from hil.verdict.device import DeviceAllowance
 from hil.vgf import environment
 from hil.vgf.client import LOAD_TIMEOUT_S, VgfWorker
 from hil.vgf.scenario import ScenarioFiles, write_scenario
@@ -170,8 +169,10 @@ class VgfEmuTarget(TosaRefTarget):
 
     recipe_names: ClassVar[tuple[str, ...]] = ("vgf", "vgf-fp")
     kind: ClassVar[str] = "vgf_emu"
-    is_lowered_reference: ClassVar[bool] = False  # the VGF runs, not its TOSA graph
-    device_allowance: ClassVar[DeviceAllowance] = VGF_ALLOWANCE
+    # the VGF runs, not its TOSA graph: judged against that graph's reference
+    CAPABILITIES: ClassVar[Capabilities] = replace(
+        TosaRefTarget.CAPABILITIES, is_lowered_reference=False, device_allowance=VGF_ALLOWANCE
+    )
 
     _programs: dict[str, VgfProgram]
     _folder: Path | None = None

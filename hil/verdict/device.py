@@ -21,20 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hil.arrays import Array
+from hil.devices import DeviceAllowance
 from hil.verdict.checks import Check, Limit, Question, failed, judged, not_judged
-
-
-@dataclass(frozen=True)
-class DeviceAllowance:
-    """How far a device may be from its program's reference, and the measurement behind it."""
-
-    steps: float = 0.0  # quantized outputs: output steps
-    float_ulps: float = 0.0  # float outputs: ULPs of the output's largest |reference|
-    basis: str = "exact: the device computes its program as the reference defines it"
-
-    def __str__(self) -> str:
-        return f"{self.steps:g} step(s), {self.float_ulps:g} ULP(s) of the peak: {self.basis}"
-
 
 EXACT = DeviceAllowance()
 

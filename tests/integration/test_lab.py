@@ -422,3 +422,37 @@ def test_an_ssh_board_is_reached_through_the_places_network_service(
         finally:
             pi.stop()
     assert places == {"pi1": None} and reservations == 0
+
+
+def test_a_leased_board_profiles_and_names_its_wrong_kernel_as_the_direct_one_does(
+    tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Leased = direct: a rack board whose runner has a kernel wrong on purpose (the build of
+    tests/integration/test_device_etdump.py) gives, through the lab, the per-operator profile
+    from its own ETDump and names the wrong kernel from the device's runtime."""
+    from test_device_etdump import CASE, PLANTED
+
+    from hil.sdk import firmware
+
+    monkeypatch.setenv("HIL_FIRMWARE_DIR", str(FIRMWARE_DIR))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    config = firmware.FirmwareConfig("host", {"HIL_PLANTED_FAULT": PLANTED})
+    runner = firmware.build(config, root=FIRMWARE_DIR).binary
+    (tmp_path / "rack").mkdir()
+    with VirtualRack(tmp_path / "rack", runner, ["vp1"], {"board": "vboard"}).start() as rack:
+        path = rack_device(tmp_path / "devices", "rack", rack.coordinator)
+        spec = yaml.safe_load(path.read_text())
+        spec["connection"]["firmware"] = {"preset": "host", "defines": dict(config.defines)}
+        path.write_text(yaml.safe_dump(spec))
+        registry = DeviceRegistry.from_dirs([REPO / "devices", tmp_path / "devices"])
+        with Session(
+            devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results"
+        ) as session:
+            result = session.check(CASE, "rack", "portable")
+            assert isinstance(session.target("rack"), LabTarget)
+    assert result.verdict == "MISMATCH"
+    assert result.profile is not None, result.profiled  # each operator timed by the device
+    divergence = result.divergence
+    assert divergence is not None and divergence.first is not None, result.explained
+    assert divergence.first.operator == PLANTED
+    assert "from the device's runtime" in divergence.message()

@@ -23,7 +23,8 @@ from hil.recipes import RECIPES, ExportProduct
 from hil.recipes.vgf import VgfRecipe
 from hil.session import Session
 from hil.targets import make_target
-from hil.targets.vgf_emu import VgfEmuTarget
+from hil.targets.vgf_emu import VGF_ALLOWANCE, VgfEmuTarget
+from hil.verdict.checks import Question
 from hil.vgf import client, environment
 
 TARGET = "vgf-emu"
@@ -77,9 +78,16 @@ def test_a_model_runs_as_vgf_on_the_emulation_layer_and_passes(
     assert hashlib.sha256(vgf).hexdigest() == delegate["vgf_sha256"]
     assert hashlib.sha256((folder / "out.tosa").read_bytes()).hexdigest() == delegate["tosa_sha256"]
     assert result.to_record()["partition"]["delegates"] == 1
+    # the device question: the VGF on the emulation layer against the TOSA graph's reference
+    (device,) = result.of(Question.DEVICE)
+    assert device.basis.startswith("0 step(s)") and "measured on the ML SDK" in device.basis
+    assert result.of(Question.LOWERING) and not result.of(Question.TARGET)
     if recipe == "vgf":  # int8: the emulation layer computes the TOSA graph's integers exactly
         assert "delegate_0 identical" in result.log
         assert result.counters["vgf_tosa_max_abs"] == 0.0
+        assert device.observed["max_steps"] == 0.0
+    else:
+        assert device.observed["max_ulps"] <= VGF_ALLOWANCE.float_ulps
 
 
 def _one_weight_changed(vgf: bytes) -> bytes:
@@ -144,9 +152,12 @@ def test_a_wrong_weight_in_the_vgf_is_a_mismatch_that_names_the_delegate(
         devices=devices, cache_dir=tmp_path / "cache", results_dir=tmp_path / "results"
     ) as own:
         result = own.check(case("wrong_weight"), TARGET, WrongWeightVgfRecipe.name)
-    assert result.verdict == "MISMATCH"
+    # the TOSA graph (the lowering) is right: the VGF the device runs is what is wrong
+    assert result.verdict == "DEVICE MISMATCH"
+    assert all(c.judged and not c.failed for c in result.of(Question.LOWERING))
     message = result.failure_message() or ""
-    assert "vs the quantized PyTorch model" in message
+    assert "the device is at fault, not the lowering" in message
+    assert "vs the lowered program's reference" in message
     assert "delegate_0 differs from its TOSA graph" in message, message
 
 
