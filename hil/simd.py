@@ -39,14 +39,21 @@ def simd_path() -> str:
     return machine or "unknown"
 
 
-def _cpu_flags() -> frozenset[str]:
-    """The first CPU's feature flags from /proc/cpuinfo ("flags" on x86, "Features" on Arm)."""
+def cpu_field(*names: str) -> str | None:
+    """The first CPU's value of the first of `names` /proc/cpuinfo has (lower case keys), None
+    where it has none or cannot be read: the one reader of that file (the SIMD path here, the
+    CPU model in a run's provenance)."""
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
     except OSError:
-        return frozenset()
+        return None
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip().lower() in ("flags", "features"):
-            return frozenset(value.split())
-    return frozenset()
+        if key.strip().lower() in names:
+            return value.strip()
+    return None
+
+
+def _cpu_flags() -> frozenset[str]:
+    """The first CPU's feature flags ("flags" on x86, "Features" on Arm)."""
+    return frozenset((cpu_field("flags", "features") or "").split())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,4 +109,12 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"report.json sha256 {written.digest}")
     print(f"report: {written.html_path}")
+    altered = written.summary.get("altered") or []
+    if altered:
+        print(
+            f"NOT CERTIFIED: {len(altered)} result(s) of an altered run (the report is written "
+            "to be studied, not signed): " + "; ".join(altered[:5]),
+            file=sys.stderr,
+        )
+        return 1
     return 0

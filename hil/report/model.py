@@ -187,6 +187,12 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
             if row["category"] == verdicts.QUARANTINED
         ],
         "skips": skip_causes(rows),
+        # results of an altered run (hil.verdict.altered): the report certifies none of the run
+        "altered": [
+            f"{row['case']} on {row['target']} [{row['recipe']}]: {'; '.join(row['altered'])}"
+            for row in rows
+            if row.get("altered")
+        ],
     }
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hil import simd
 from hil.artifacts.fingerprint import tool_versions
 from hil.compat.versions import installed
 from hil.devices import DeviceSpec
@@ -95,13 +96,8 @@ def git_state(folder: Path) -> dict[str, Any] | None:
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.lower().startswith(("model name", "hardware", "cpu model")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    found = simd.cpu_field("model name", "hardware", "cpu model")
+    return found or platform.processor() or platform.machine()
 
 
 def _os_name() -> str:
@@ -118,6 +114,7 @@ def machine_info() -> dict[str, str]:
     return {
         "hostname": socket.gethostname(),
         "cpu": _cpu_model(),
+        "simd": simd.simd_path(),  # the path host budgets are keyed by (hil.simd)
         "cores": str(os.cpu_count() or 0),
         "arch": platform.machine(),
         "os": _os_name(),

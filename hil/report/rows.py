@@ -41,6 +41,7 @@ _COPIED = (
     "profile_line",
     "explore",
     "executorch",
+    "altered",
 )
 
 

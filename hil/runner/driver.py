@@ -185,6 +185,9 @@ class RunnerDriver:
             "platform": self.info.platform,
             "executorch": self.info.runtime_version,
             "engine": self.info.engine_name,
+            # a release runner refuses DEBUG (hang or fault on purpose): a test build accepts it
+            "debug_commands": "accepted" if self.info.debug_commands else "refused",
+            "etdump": "yes" if self.info.trace else "no",
         }
 
     # -- failures: the one place they are classified -------------------------------------------

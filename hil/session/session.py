@@ -42,6 +42,7 @@ from hil.session.references import References, time_eager
 from hil.session.retries import Attempts, check_with_retries
 from hil.targets import Target
 from hil.targets.base import Deployment
+from hil.verdict.altered import alterations
 from hil.verdict.budgets import BudgetKind, budget_for
 from hil.verdict.judge import Observation, RecipeFacts, judge
 from hil.verdict.result import CheckResult
@@ -279,6 +280,9 @@ class Session:
             lowered=lowered,
         )
         result = judge(built, spec, RecipeFacts.of(recipe_obj), artifact, reference, seen, arrays)
+        altered = alterations(seen.target_info, rewritten=rewrite is not None)
+        if altered:
+            result = replace(result, altered=altered)
         if self.profile and device.capabilities.records_etdump:
             result = self._profiled(result, device, deployment, built, artifact, spec)
         if rewrite is not None and not result.outputs_ok:

@@ -116,6 +116,11 @@ class RunnerTarget(Target):
         facts = dict(super().describe())
         if self._driver is not None:
             facts.update(self._driver.describe())
+        # the runner hil built for this device: its build id was checked against this config
+        choice = getattr(self.spec.settings, "firmware", None)
+        planted = choice.defines.get("HIL_PLANTED_FAULT") if choice is not None else None
+        if planted:
+            facts["planted_fault"] = str(planted)
         return facts
 
     # -- deploy and run ----------------------------------------------------------------------

@@ -115,6 +115,9 @@ class CheckResult:
     # why there is none where the target has a runner
     profile: Profile | None = None
     profiled: str = ""
+    # why the run's numbers are not a release device's own work (hil.verdict.altered): marked
+    # whether the check passed or failed, and never certified
+    altered: tuple[str, ...] = ()
 
     # -- reading the checks ------------------------------------------------------------------
 
@@ -256,6 +259,7 @@ class CheckResult:
                 "profile": self.profile.to_dict() if self.profile else None,
                 "profile_line": self.profile.describe() if self.profile else self.profiled,
                 "explore": self.explore_command(),
+                "altered": list(self.altered),
             }
         )
         return record

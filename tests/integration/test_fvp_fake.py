@@ -68,13 +68,17 @@ CONV = hil.Case("conv_relu", conv, non_negative)
 
 
 def only_outputs_unjudged(result: hil.CheckResult) -> bool:
-    """Echo engine: the outputs are not judged as the model's; everything else was judged."""
+    """Echo engine: the device's outputs are not judged as the model's; everything else was
+    judged, the lowering too (its TOSA graphs in the reference model, apart from the FVP)."""
     unjudged = [c.question for c in result.unjudged]
     cause = result.unjudged[0].cause if result.unjudged else ""
+    lowering = result.of(Question.LOWERING)
     return (
         result.verdict == "NOT JUDGED"
-        and unjudged == [Question.TARGET]
+        and unjudged == [Question.DEVICE]
         and "echo engine" in cause
+        and bool(lowering)
+        and all(c.judged for c in lowering)
         and not result.failed_checks
     )
 

@@ -56,3 +56,55 @@ def test_a_library_run_is_certified_by_hil_report(tmp_path: Path, shared_cache: 
         ("lib_mlp", "ERROR"),
     ]
     assert (out / "report.html").stat().st_size > 0
+
+
+ALTERED = """
+import torch, hil
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+with hil.Session(results_dir={results!r}, cache_dir={cache!r}) as session:
+    case = hil.case_from_module("lib_mlp", model, (torch.randn(2, 4),))
+    print(session.check(case, "host", "portable").verdict)
+    same = session.check(case, "host", "xnnpack-fp32", rewrite_outputs=lambda outs: list(outs))
+    print(same.verdict)
+"""
+
+
+def test_a_pass_with_rewritten_outputs_is_marked_and_the_run_is_not_certified(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    """Outputs rewritten after the run (here: to themselves, so the check passes) are not the
+    device's: the record says so although it passed, and `hil report` writes the report for
+    study but refuses to certify the run, naming the result and why."""
+    results, out = tmp_path / "results", tmp_path / "report"
+    script = tmp_path / "fault_injection.py"
+    script.write_text(ALTERED.format(results=str(results), cache=str(shared_cache)))
+    ran = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.split() == ["PASS", "PASS"]
+    records = [json.loads(line) for line in (results / "records.jsonl").read_text().splitlines()]
+    assert [r["altered"] for r in records] == [
+        [],
+        ["outputs rewritten after the run (fault injection): not the device's outputs"],
+    ]
+    made = subprocess.run(
+        [sys.executable, "-m", "hil.cli", "report", "--results", str(results), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert made.returncode == 1, made.stderr[-3000:]
+    assert "NOT CERTIFIED: 1 result(s)" in made.stderr
+    assert "lib_mlp on host [xnnpack-fp32]: outputs rewritten after the run" in made.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["summary"]["altered"] == [
+        "lib_mlp on host [xnnpack-fp32]: outputs rewritten after the run (fault injection): "
+        "not the device's outputs"
+    ]
+    html = (out / "report.html").read_text()
+    assert "Not certifiable: 1 result of this run was altered" in html

@@ -31,7 +31,7 @@ def baseline(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 def test_report_of_a_real_run_follows_its_schema(baseline: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator(document.schema()).validate(baseline)
     assert baseline["schema"] == "hil-certification-report"
-    assert baseline["schema_version"] == 3
+    assert baseline["schema_version"] == 4
 
 
 def test_every_kind_of_verdict_is_a_row_with_its_category_and_reason(
