@@ -1,7 +1,9 @@
 """Is the device faithful to its program? Its outputs against the lowered program's reference.
 
-Where the lowered program has a reference of its own (each TOSA delegate run in Arm's TOSA
-reference model, the rest on the CPU), the target question is asked as two (hil.verdict.judge):
+Where the program a device runs has a reference of its own (each TOSA delegate run in Arm's
+TOSA reference model, the rest on the CPU; for a runner device's CPU program, the same .pte on
+this machine's runtime: hil.session.lowered), the target question is asked as two
+(hil.verdict.judge):
 *is the lowering faithful?* (that reference against the model, with the target's limits) and
 *is the device faithful to its program?* (the device's outputs against that reference, within
 the device's allowance, here). A failure then says which of the two to fix: a lowering that
@@ -35,7 +37,8 @@ class Lowered:
     source: str = "its TOSA graphs in Arm's TOSA reference model, the rest on this CPU"
     by_construction: bool = False  # the device is this reference (a stand-in)
     allowance: DeviceAllowance = EXACT
-    unavailable: str = ""  # why the reference could not be made (the device is then unjudged)
+    # why the reference could not be made: the target question is then asked as one
+    unavailable: str = ""
 
     @property
     def reference(self) -> str:
