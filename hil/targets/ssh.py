@@ -135,7 +135,24 @@ class SshTarget(RunnerTarget):
         if virtual:
             self._emulator = EmulatedPi(self.spec.name)
             self._endpoint = self._emulator.start()
-        self._open()
+        self._open_reconnecting()
+
+    def _open_reconnecting(self) -> None:
+        """Open; a connection that drops while it opens (copying the runner, the handshake) is
+        opened again once, as one that drops under a step is: a network blip is as likely at
+        provisioning as later."""
+        try:
+            self._open()
+        except InfrastructureError as e:
+            if self._connection is None or self._connection.alive():
+                raise  # not the link: the device or its runner
+            self.log.warning(
+                "%s: the SSH connection dropped (%s); reconnecting once", self.spec.name, e.message
+            )
+            self._disconnect_runner()
+            self._connection.close()
+            self._open()
+            self.reconnects += 1
 
     def _open(self) -> None:
         """Connect, put the runner in place, start it and shake hands."""
@@ -269,6 +286,7 @@ class SshTarget(RunnerTarget):
         if self._facts is not None:
             facts.update(self._facts.as_dict())
         facts["pinned_cpus"] = self._settings.cpus or "all"
+        facts["reconnects"] = str(self.reconnects)  # links that dropped and came back
         if self._settings.runner_prefix:
             facts["emulator"] = " ".join(self._settings.runner_prefix)
         facts["timing"] = str(self.spec.latency.timing)

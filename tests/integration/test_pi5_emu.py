@@ -23,7 +23,9 @@ from torch import nn
 from hil import Case, cli, seeded
 from hil.devices import DeviceRegistry
 from hil.errors import DeployError, InfrastructureError, TargetCrash, TargetUnavailable
+from hil.resources.ssh_remote import RemoteTree
 from hil.session import Session
+from hil.targets.runner_target import RunnerTarget
 from hil.targets.ssh import SshTarget
 
 REPO = Path(__file__).resolve().parents[2]
@@ -187,6 +189,58 @@ def test_a_connection_dropped_mid_run_is_reconnected_once(lab: PiLab) -> None:
     assert target.reconnects == 1
     assert target.remote_runner_pid() != hung
     assert not alive(hung)  # the hung runner of the lost connection was stopped
+
+
+@pytest.mark.parametrize(
+    ("phase", "owner", "method", "reconnects"),
+    [
+        # each copy command is an `ssh` of its own: with the master gone, OpenSSH connects
+        # afresh by itself, and nothing of hil's has to
+        ("copying the runner", RemoteTree, "sync_runner", 0),
+        # the runner's link is the dropped connection itself: hil connects again once
+        ("the handshake", RunnerTarget, "_connect_runner", 1),
+    ],
+    ids=["copy", "handshake"],
+)
+def test_a_connection_dropped_while_provisioning_is_survived(
+    lab: PiLab,
+    monkeypatch: pytest.MonkeyPatch,
+    phase: str,
+    owner: type,
+    method: str,
+    reconnects: int,
+) -> None:
+    """The link drops while the target is provisioned (every sshd child killed, as a pulled
+    cable, right before that phase the first time): the run goes on, and the record counts
+    the reconnects hil made."""
+    name = lab.device(f"pi-blip-{method.strip('_')}")
+    real = getattr(owner, method)
+    dropped: list[str] = []
+
+    def drop_first(self: object, *args: object) -> object:
+        if not dropped:
+            dropped.append(phase)
+            pi = next(t for t in targets if t.emulator is not None).emulator
+            assert pi is not None
+            pi.drop_connections()
+        return real(self, *args)
+
+    targets: list[SshTarget] = []
+    real_init = SshTarget.__init__
+
+    def noted(self: SshTarget, *args: object) -> None:
+        real_init(self, *args)  # type: ignore[arg-type]
+        targets.append(self)
+
+    monkeypatch.setattr(SshTarget, "__init__", noted)
+    monkeypatch.setattr(owner, method, drop_first)
+    session = lab.session()
+    result = session.check(TINY, name, "xnnpack-fp32")
+    assert dropped == [phase]
+    assert result.verdict == "PASS", result.failure_message()
+    assert ssh_target(session, name).reconnects == reconnects
+    assert result.target_info["reconnects"] == str(reconnects)
+    assert session.check(TINY, name, "xnnpack-fp32").verdict == "PASS"  # the run goes on
 
 
 def test_a_device_that_stays_away_is_out_of_service_naming_the_host(lab: PiLab) -> None:
