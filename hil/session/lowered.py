@@ -47,7 +47,9 @@ def lowered_reference(
         allowance = spec.device_allowance or can.device_allowance
         try:
             made = device.lowered_reference(deployment, inputs)
-            return Lowered(made or lowered_of(artifact, inputs), allowance=allowance)
+            if made is None:  # the device holds the program otherwise (a runner)
+                made = lowered_of(artifact, inputs)
+            return Lowered(made, allowance=allowance)
         except HilError as e:
             return Lowered(unavailable=f"its reference could not be run: {e.message}")
     if (
