@@ -40,8 +40,8 @@ def lowered_reference(
 ) -> Lowered | None:
     """The reference of the program `device` ran on `inputs` (its `outputs`, as the device gave
     them, before anything rewrote them); None where the program has none apart from it."""
+    can = device.capabilities
     if artifact.parts.tosa_graphs and artifact.host_program is not None:
-        can = device.capabilities
         if can.is_lowered_reference:
             return Lowered(outputs, by_construction=True)
         allowance = spec.device_allowance or can.device_allowance
@@ -53,7 +53,7 @@ def lowered_reference(
         except HilError as e:
             return Lowered(unavailable=f"its reference could not be run: {e.message}")
     if (
-        device.capabilities.own_runtime
+        can.own_runtime
         and spec.device_allowance is not None
         and artifact.recipe in THIS_RUNTIME_RECIPES
     ):

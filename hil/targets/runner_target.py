@@ -38,6 +38,7 @@ from hil.errors import InfrastructureError, TargetUnavailable
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.driver import DeviceTrace, Files, RunnerDriver, RunnerRun, RunnerSite
+from hil.sdk import firmware
 from hil.settings.common import LinkPolicy
 from hil.targets.base import Capabilities, Deployment, RunResult, Target
 from hil.transports import Link
@@ -117,8 +118,7 @@ class RunnerTarget(Target):
         if self._driver is not None:
             facts.update(self._driver.describe())
         # the runner hil built for this device: its build id was checked against this config
-        choice = getattr(self.spec.settings, "firmware", None)
-        planted = choice.defines.get("HIL_PLANTED_FAULT") if choice is not None else None
+        planted = firmware.firmware_config(self.spec).defines.get("HIL_PLANTED_FAULT")
         if planted:
             facts["planted_fault"] = str(planted)
         return facts

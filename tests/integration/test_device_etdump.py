@@ -94,6 +94,9 @@ def test_a_wrong_device_kernel_is_named_from_the_devices_own_etdump(
     # the same program on this machine's runtime is right: the device, not the program
     assert result.verdict == "DEVICE MISMATCH", result.checks
     assert all(c.judged and not c.failed for c in result.of(Question.LOWERING))
+    assert result.altered == (  # a planted runner's run is never certified
+        f"the runner was built with a kernel wrong on purpose (HIL_PLANTED_FAULT={PLANTED})",
+    )
     divergence = result.divergence
     assert divergence is not None and divergence.first is not None, result.explained
     assert divergence.first.operator == PLANTED

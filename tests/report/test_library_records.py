@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = """
+# a notebook cell's session: one small model, a first check on host; each test adds its own
+PRELUDE = """
 import torch, hil
 from torch import nn
 
@@ -18,20 +19,43 @@ model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
 with hil.Session(results_dir={results!r}, cache_dir={cache!r}) as session:
     case = hil.case_from_module("lib_mlp", model, (torch.randn(2, 4),))
     print(session.check(case, "host", "portable").verdict)
-    try:
+"""
+
+SCRIPT = (
+    PRELUDE
+    + """    try:
         session.check(case, "host", "no-such-recipe")
     except hil.HilError as e:
         print("refused:", type(e).__name__)
 """
+)
+
+
+def run_script(
+    text: str, script: Path, results: Path, cache: Path
+) -> subprocess.CompletedProcess[str]:
+    """The script in a real interpreter of its own, its session writing to `results`."""
+    script.write_text(text.format(results=str(results), cache=str(cache)))
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def hil_report(results: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """The real `hil report` command on `results`, writing to `out`."""
+    return subprocess.run(
+        [sys.executable, "-m", "hil.cli", "report", "--results", str(results), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_a_library_run_is_certified_by_hil_report(tmp_path: Path, shared_cache: Path) -> None:
     results, out = tmp_path / "results", tmp_path / "report"
     script = tmp_path / "notebook_cell.py"
-    script.write_text(SCRIPT.format(results=str(results), cache=str(shared_cache)))
-    ran = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False
-    )
+    ran = run_script(SCRIPT, script, results, shared_cache)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.split() == ["PASS", "refused:", "UsageError"]
     records = [json.loads(line) for line in (results / "records.jsonl").read_text().splitlines()]
@@ -42,13 +66,7 @@ def test_a_library_run_is_certified_by_hil_report(tmp_path: Path, shared_cache: 
     run = json.loads((results / "run.json").read_text())
     assert run["finished"] and run["exit_status"] == 1
     assert str(script) in run["command"]["line"] and "host" in run["targets"]
-    made = subprocess.run(
-        [sys.executable, "-m", "hil.cli", "report", "--results", str(results), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    made = hil_report(results, out)
     assert made.returncode == 0, made.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert [(r["case"], r["verdict"]) for r in report["results"]] == [
@@ -58,18 +76,12 @@ def test_a_library_run_is_certified_by_hil_report(tmp_path: Path, shared_cache: 
     assert (out / "report.html").stat().st_size > 0
 
 
-ALTERED = """
-import torch, hil
-from torch import nn
-
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-with hil.Session(results_dir={results!r}, cache_dir={cache!r}) as session:
-    case = hil.case_from_module("lib_mlp", model, (torch.randn(2, 4),))
-    print(session.check(case, "host", "portable").verdict)
-    same = session.check(case, "host", "xnnpack-fp32", rewrite_outputs=lambda outs: list(outs))
+ALTERED = (
+    PRELUDE
+    + """    same = session.check(case, "host", "xnnpack-fp32", rewrite_outputs=lambda outs: list(outs))
     print(same.verdict)
 """
+)
 
 
 def test_a_pass_with_rewritten_outputs_is_marked_and_the_run_is_not_certified(
@@ -79,11 +91,7 @@ def test_a_pass_with_rewritten_outputs_is_marked_and_the_run_is_not_certified(
     device's: the record says so although it passed, and `hil report` writes the report for
     study but refuses to certify the run, naming the result and why."""
     results, out = tmp_path / "results", tmp_path / "report"
-    script = tmp_path / "fault_injection.py"
-    script.write_text(ALTERED.format(results=str(results), cache=str(shared_cache)))
-    ran = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False
-    )
+    ran = run_script(ALTERED, tmp_path / "fault_injection.py", results, shared_cache)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.split() == ["PASS", "PASS"]
     records = [json.loads(line) for line in (results / "records.jsonl").read_text().splitlines()]
@@ -91,13 +99,7 @@ def test_a_pass_with_rewritten_outputs_is_marked_and_the_run_is_not_certified(
         [],
         ["outputs rewritten after the run (fault injection): not the device's outputs"],
     ]
-    made = subprocess.run(
-        [sys.executable, "-m", "hil.cli", "report", "--results", str(results), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    made = hil_report(results, out)
     assert made.returncode == 1, made.stderr[-3000:]
     assert "NOT CERTIFIED: 1 result(s)" in made.stderr
     assert "lib_mlp on host [xnnpack-fp32]: outputs rewritten after the run" in made.stderr
