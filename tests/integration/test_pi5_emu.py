@@ -26,7 +26,7 @@ from hil.errors import DeployError, InfrastructureError, TargetCrash, TargetUnav
 from hil.resources.ssh_remote import RemoteTree
 from hil.session import Session
 from hil.targets.runner_target import RunnerTarget
-from hil.targets.ssh import SshTarget
+from hil.targets.ssh import RemoteRunner, SshTarget
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -223,6 +223,14 @@ def test_a_connection_dropped_while_provisioning_is_survived(
             pi = next(t for t in targets if t.emulator is not None).emulator
             assert pi is not None
             pi.drop_connections()
+            # the runner's own session may still have been opening when the sshd children were
+            # listed (CI once saw it survive): drop again until the runner's link is gone
+            runner = next((a for a in args if isinstance(a, RemoteRunner)), None)
+            deadline = time.monotonic() + 10
+            while runner is not None and runner.process.poll() is None:
+                assert time.monotonic() < deadline, "the runner's SSH session outlived every drop"
+                time.sleep(0.05)
+                pi.drop_connections()
         return real(self, *args)
 
     targets: list[SshTarget] = []
