@@ -68,7 +68,7 @@ class FirmwareChoice:
         inner.reject_unknown(("preset", "defines"))
         defines = inner.get("defines", Mapping, {})
         return cls(
-            inner.choice("preset", presets, None) or inner.get("preset", str),
+            inner.choice("preset", presets, None),  # none named: the kind's own, with defines
             MappingProxyType({str(k): str(v) for k, v in defines.items()}),
         )
 

@@ -1,8 +1,9 @@
 """Why a check's numbers are not a release device's own work: what a certificate must not sign.
 
 A run whose outputs were rewritten after the run (fault injection: bench/mutants.py, the
-device-question tests), or that ran on a runner built with a kernel wrong on purpose, can pass:
-a PASS then says nothing about the device. Each such check carries the reasons in its record,
+device-question tests), that ran on a runner built with a kernel wrong on purpose, or on a test
+build of the runner that obeys requests to hang or fault (HIL_DEBUG_COMMANDS; release builds, the
+default, refuse them) can pass: a PASS then says nothing about a release device. Each such check carries the reasons in its record,
 whether it passed or failed, and the report names them in its headline and does not certify
 the run (hil.report).
 """
@@ -21,5 +22,10 @@ def alterations(target_info: Mapping[str, str], *, rewritten: bool) -> tuple[str
     if planted:
         found.append(
             f"the runner was built with a kernel wrong on purpose (HIL_PLANTED_FAULT={planted})"
+        )
+    if target_info.get("debug_commands") == "accepted":
+        found.append(
+            "the runner is a test build that obeys requests to hang or fault "
+            "(HIL_DEBUG_COMMANDS=ON), not a release build"
         )
     return tuple(found)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from debug_builds import with_debug_commands
 
 RECIPE_OPTIONS = {
     "ethos-u55-128": {"system_config": "Ethos_U55_High_End_Embedded", "memory_mode": "Shared_Sram"},
@@ -32,8 +33,16 @@ QEMU_320 = {
 }
 
 
-def device(folder: Path, name: str, npu: str = "ethos-u55-128", **connection: Any) -> None:
-    """An FVP device file for the echo runner (the only bare-metal runner buildable here)."""
+def device(
+    folder: Path,
+    name: str,
+    npu: str = "ethos-u55-128",
+    *,
+    debug_commands: bool = False,
+    **connection: Any,
+) -> None:
+    """An FVP device file for the echo runner (the only bare-metal runner buildable here);
+    `debug_commands`: a test build of it, which hangs or faults on request."""
     platform = "corstone-300" if "u55" in npu else "corstone-320"
     if platform == "corstone-320":
         connection = {**QEMU_320, **connection}
@@ -63,4 +72,6 @@ def device(folder: Path, name: str, npu: str = "ethos-u55-128", **connection: An
             **connection,
         },
     }
+    if debug_commands:
+        data = with_debug_commands(data)
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(data))

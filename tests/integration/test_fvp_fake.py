@@ -105,7 +105,7 @@ def open_session(fake_fvp: Path, shared_cache: Path, tmp_path: Path) -> Iterator
         def open_(name: str, npu: str = "ethos-u55-128", **connection: Any) -> Session:
             folder = tmp_path / "devices"
             folder.mkdir(exist_ok=True)
-            device(folder, name, npu, **connection)
+            device(folder, name, npu, **connection)  # debug_commands=True: a test build
             registry = DeviceRegistry.from_dirs([folder])
             return stack.enter_context(
                 Session(devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "results")
@@ -204,7 +204,7 @@ def test_fvp_is_replaced_before_its_time_limit_with_fake_fvp(open_session: Opene
 
 
 def test_hard_fault_is_a_target_crash_with_fake_fvp(open_session: Opener) -> None:
-    session = open_session("fvp-u55-echo")
+    session = open_session("fvp-u55-echo", debug_commands=True)
     target = fvp_target(session, "fvp-u55-echo")
     assert target.fvp is not None
     crashed_pid = target.fvp.pid
@@ -221,7 +221,7 @@ def test_hard_fault_is_a_target_crash_with_fake_fvp(open_session: Opener) -> Non
 
 
 def test_hang_past_the_time_limit_is_infrastructure_with_fake_fvp(open_session: Opener) -> None:
-    session = open_session("fvp-u55-echo", time_limit_s=20, run_timeout_s=300)
+    session = open_session("fvp-u55-echo", time_limit_s=20, run_timeout_s=300, debug_commands=True)
     target = fvp_target(session, "fvp-u55-echo")
     session.check(IDENTITY, "fvp-u55-echo")
     target.client.debug(m.DEBUG_HANG, during_next_run=True)
@@ -233,7 +233,7 @@ def test_hang_past_the_time_limit_is_infrastructure_with_fake_fvp(open_session: 
 
 
 def test_silent_runner_is_a_link_timeout_with_fake_fvp(open_session: Opener) -> None:
-    session = open_session("fvp-u55-echo", run_timeout_s=3)
+    session = open_session("fvp-u55-echo", run_timeout_s=3, debug_commands=True)
     target = fvp_target(session, "fvp-u55-echo")
     session.check(IDENTITY, "fvp-u55-echo")
     target.client.debug(m.DEBUG_HANG, during_next_run=True)

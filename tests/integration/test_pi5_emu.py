@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from debug_builds import with_debug_commands
 from torch import nn
 
 from hil import Case, cli, seeded
@@ -60,8 +61,11 @@ class PiLab:
         self.folder.mkdir()
         self.sessions: list[Session] = []
 
-    def device(self, name: str, **connection: object) -> str:
+    def device(self, name: str, *, debug_commands: bool = False, **connection: object) -> str:
+        """`debug_commands`: the runner is a test build (it obeys `--inject`)."""
         spec = yaml.safe_load((REPO / "devices" / "pi5-emu.yaml").read_text())
+        if debug_commands:
+            spec = with_debug_commands(spec)
         spec["name"] = name
         spec["connection"].update(connection)
         (self.folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
@@ -175,7 +179,7 @@ def test_outputs_match_and_nothing_is_copied_twice(lab: PiLab) -> None:
 
 
 def test_a_connection_dropped_mid_run_is_reconnected_once(lab: PiLab) -> None:
-    name = lab.device("pi-drop", runner_args=["--inject", "hang@2"])
+    name = lab.device("pi-drop", runner_args=["--inject", "hang@2"], debug_commands=True)
     session = lab.session()
     assert session.check(TINY, name, "xnnpack-fp32").verdict == "PASS"  # RUN 1
     target = ssh_target(session, name)
@@ -252,7 +256,7 @@ def test_a_connection_dropped_while_provisioning_is_survived(
 
 
 def test_a_device_that_stays_away_is_out_of_service_naming_the_host(lab: PiLab) -> None:
-    name = lab.device("pi-gone", runner_args=["--inject", "hang@2"])
+    name = lab.device("pi-gone", runner_args=["--inject", "hang@2"], debug_commands=True)
     session = lab.session()
     assert session.check(TINY, name, "xnnpack-fp32").verdict == "PASS"
     target = ssh_target(session, name)
@@ -276,7 +280,7 @@ def test_a_device_that_stays_away_is_out_of_service_naming_the_host(lab: PiLab) 
 
 
 def test_a_killed_runner_is_a_crash_with_its_stderr(lab: PiLab) -> None:
-    name = lab.device("pi-kill", runner_args=["--inject", "hang@2"])
+    name = lab.device("pi-kill", runner_args=["--inject", "hang@2"], debug_commands=True)
     session = lab.session()
     assert session.check(TINY, name, "xnnpack-fp32").verdict == "PASS"
     target = ssh_target(session, name)
@@ -294,7 +298,7 @@ def test_a_killed_runner_is_a_crash_with_its_stderr(lab: PiLab) -> None:
 
 
 def test_a_runner_fault_is_a_crash_with_the_fault_and_stderr(lab: PiLab) -> None:
-    name = lab.device("pi-fault", runner_args=["--inject", "fault@1"])
+    name = lab.device("pi-fault", runner_args=["--inject", "fault@1"], debug_commands=True)
     session = lab.session()
     with pytest.raises(TargetCrash) as crash:
         session.check(TINY, name, "xnnpack-fp32")

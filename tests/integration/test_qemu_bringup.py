@@ -8,11 +8,14 @@ import re
 import shutil
 import statistics
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
+from debug_builds import with_debug_commands
 
-from hil.devices import DeviceRegistry
+from hil.devices import DeviceRegistry, DeviceSpec
 from hil.errors import TargetCrash, TargetUnavailable
 from hil.runner import messages as m
 from hil.runner.selftest import selftest
@@ -20,6 +23,7 @@ from hil.sdk import firmware
 from hil.session import Session
 from hil.targets.serial import runner_client
 
+REPO = Path(__file__).resolve().parents[2]
 MISSING = [tool for tool in ("qemu-system-arm", "arm-none-eabi-gcc") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(
     bool(MISSING),
@@ -49,18 +53,28 @@ def test_selftest_passes_on_the_emulated_m55(repo_devices: DeviceRegistry) -> No
     assert info is not None and info.platform == "cortex-m55/mps3-an547"
     assert info.clock_kind == m.CLOCK_CYCLES and info.engine_name == "echo"
     assert info.build_id == firmware.build_id_for(firmware.firmware_config(spec))
+    assert not info.debug_commands  # the default build is a release build
     assert report.rates["model transfer"] > 0 and report.rates["echo round trip"] > 0
 
 
+def faulting_build(folder: Path) -> DeviceSpec:
+    """qemu-m55 with a test build of its runner, which faults on request."""
+    data = with_debug_commands(yaml.safe_load((REPO / "devices" / "qemu-m55.yaml").read_text()))
+    data["name"] = "qemu-m55-faults"
+    (folder / "qemu-m55-faults.yaml").write_text(yaml.safe_dump(data))
+    return DeviceRegistry.from_dirs([folder]).get("qemu-m55-faults")
+
+
 def test_fault_is_reported_with_status_and_stacked_registers_and_survives_reset(
-    repo_devices: DeviceRegistry,
+    tmp_path: Path,
 ) -> None:
-    image = firmware.build(firmware.firmware_config(repo_devices.get("qemu-m55"))).binary
+    spec = faulting_build(tmp_path)
+    image = firmware.build(firmware.firmware_config(spec)).binary
     symbols = subprocess.run(
         ["arm-none-eabi-nm", str(image)], capture_output=True, text=True, check=True
     ).stdout
     faulting = int(re.search(r"^([0-9a-f]+) T hil_platform_fault$", symbols, re.M)[1], 16)
-    with runner_client(repo_devices.get("qemu-m55")) as client:
+    with runner_client(spec) as client:
         client.hello()
         client.load(b"any bytes: the echo engine takes them")
         spec, data = m.from_numpy(np.ones(8, dtype=np.float32))

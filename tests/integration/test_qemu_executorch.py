@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 import torch
 import yaml
+from debug_builds import DEBUG_COMMANDS
 from outer_env import OUTER_SDK_DIR
 from torch import nn
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
-from hil.errors import MissingKernel, PoolsTooSmall, TargetCrash
+from hil.errors import HilError, MissingKernel, PoolsTooSmall, TargetCrash
 from hil.runner import messages as m
 from hil.sdk.boards import BOARDS
 from hil.sdk.store import find_sdk
@@ -98,6 +99,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     devices = tmp_path_factory.mktemp("devices")
     (devices / "qemu-m55.yaml").write_text((REPO / "devices" / "qemu-m55.yaml").read_text())
     variant(devices, "qemu-m55-uart", model_load="link")
+    variant(devices, "qemu-m55-faults", defines=DEBUG_COMMANDS)  # a test build: faults on request
     variant(devices, "qemu-m55-tight", defines={"HIL_POOL_PLANNED_SIZE": "0x4000"})
     with Session(
         devices=DeviceRegistry.from_dirs([devices]),
@@ -156,14 +158,24 @@ def test_a_model_too_big_for_the_pools_is_refused_before_deploy(lab: Session) ->
 def test_a_fault_in_a_run_is_a_crash_with_registers_and_the_next_case_boots_fresh(
     lab: Session,
 ) -> None:
-    assert lab.check(SMALL, "qemu-m55", "portable").passed
-    target = lab.target("qemu-m55")
+    assert lab.check(SMALL, "qemu-m55-faults", "portable").passed
+    target = lab.target("qemu-m55-faults")
     assert isinstance(target, SerialTarget)
     target.client.debug(m.DEBUG_FAULT, during_next_run=True)
     with pytest.raises(TargetCrash) as caught:
-        lab.check(SMALL, "qemu-m55", "portable")
+        lab.check(SMALL, "qemu-m55-faults", "portable")
     assert "cortex-m fault" in str(caught.value) and "cfsr=" in str(caught.value)
-    assert lab.check(SMALL, "qemu-m55", "portable").passed
+    assert lab.check(SMALL, "qemu-m55-faults", "portable").passed
+
+
+def test_the_sdk_built_runner_is_a_release_build(lab: Session) -> None:
+    """What `hil sdk build` links for qemu-m55 refuses DEBUG, and the record says so."""
+    result = lab.check(SMALL, "qemu-m55", "portable")
+    assert result.target_info["debug_commands"] == "refused" and not result.altered
+    target = lab.target("qemu-m55")
+    assert isinstance(target, SerialTarget)
+    with pytest.raises(HilError, match="built without debug commands"):
+        target.client.debug(m.DEBUG_FAULT, during_next_run=True)
 
 
 DRIVER = Path(os.environ.get("ETHOSU_DRIVER_ROOT", ""))

@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 from board_signals import signal_when_logged
+from debug_builds import with_debug_commands
 
 from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
@@ -46,7 +47,7 @@ def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[S
     folder = tmp_path / "devices"
     folder.mkdir()
     for name, args in (("vb_plain", []), ("vb_faults", ["--inject", "fault@1"])):
-        spec = {
+        spec: dict[str, object] = {
             "name": name,
             "kind": "serial",
             "recipes": ["portable"],
@@ -58,6 +59,8 @@ def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[S
                 "run_timeout_s": 1.0,
             },
         }
+        if args:  # a test build: --inject is refused by a release runner
+            spec = with_debug_commands(spec)
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
     made: list[Session] = []
     yield made

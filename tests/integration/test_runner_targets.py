@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from debug_builds import with_debug_commands
 from fakes.fvp import ARTIFACTS_ENV, install
 from fvp_devices import device as fvp_device
 
@@ -77,13 +78,14 @@ KINDS = [
 
 
 def _device_file(kind: Kind, folder: Path) -> str:
-    """A device of `kind` whose runner may stay silent SILENCE_S inside a run."""
+    """A device of `kind` whose runner (a test build: it hangs or faults on request) may stay
+    silent SILENCE_S inside a run."""
     name = f"{kind.name}-faults"
     if kind.name == "fvp":
-        fvp_device(folder, name, run_timeout_s=SILENCE_S)
+        fvp_device(folder, name, run_timeout_s=SILENCE_S, debug_commands=True)
         return name
     source = {"serial": "vboard.yaml", "ssh": "pi5-emu.yaml"}[kind.name]
-    spec = yaml.safe_load((REPO / "devices" / source).read_text())
+    spec = with_debug_commands(yaml.safe_load((REPO / "devices" / source).read_text()))
     spec["name"] = name
     spec["connection"]["run_timeout_s"] = SILENCE_S
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 import torch
 import yaml
 from board_signals import signal_when_logged
+from debug_builds import DEBUG_COMMANDS, with_debug_commands
 from pty_relay import CorruptingRelay, Damage
 from torch import nn
 
@@ -22,6 +24,7 @@ from hil import Case, seeded
 from hil.devices import DeviceRegistry, TimingPolicy
 from hil.errors import (
     DeployError,
+    HilError,
     InfrastructureError,
     LinkTimeout,
     ProtocolError,
@@ -71,14 +74,19 @@ class Lab:
         self.folder.mkdir()
         self.sessions: list[Session] = []
 
-    def device(self, name: str, connection: dict[str, object]) -> None:
-        spec = {
+    def device(
+        self, name: str, connection: dict[str, object], *, debug_commands: bool = False
+    ) -> None:
+        """A device file of the test's own; `debug_commands`: its runner is a test build."""
+        spec: dict[str, object] = {
             "name": name,
             "kind": "serial",
             "recipes": ["portable", "xnnpack-int8"],
             "latency": {"warmup": 1, "min_runs": 3, "min_time_s": 0.01, "max_runs": 50},
             "connection": connection,
         }
+        if debug_commands:
+            spec = with_debug_commands(spec)
         (self.folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
 
     def session(self) -> Session:
@@ -122,7 +130,11 @@ def test_runner_killed_mid_run_is_a_crash_with_its_log_and_the_next_case_restart
 
 
 def test_runner_that_faults_is_a_crash_naming_the_signal(lab: Lab) -> None:
-    lab.device("vfault", {"virtual": "host-runner", "runner_args": ["--inject", "fault@1"]})
+    lab.device(
+        "vfault",
+        {"virtual": "host-runner", "runner_args": ["--inject", "fault@1"]},
+        debug_commands=True,
+    )
     session = lab.session()
     with pytest.raises(TargetCrash) as caught:
         session.check(TINY, "vfault", "portable")
@@ -140,6 +152,7 @@ def test_runner_hang_times_out_and_takes_the_target_out_of_service(lab: Lab) -> 
             "reply_timeout_s": 1.0,
             "run_timeout_s": 1.5,
         },
+        debug_commands=True,
     )
     session = lab.session()
     with pytest.raises(LinkTimeout, match="silent during RUN") as caught:
@@ -196,7 +209,8 @@ def test_model_larger_than_the_pool_is_refused_naming_both_sizes(lab: Lab) -> No
 
 @pytest.fixture
 def runner_board() -> Iterator[HostRunnerBoard]:
-    runner = firmware.build(firmware.FirmwareConfig("host"))
+    """A test build of the host runner: it obeys DEBUG (hang on request)."""
+    runner = firmware.build(firmware.FirmwareConfig("host", DEBUG_COMMANDS))
     board = HostRunnerBoard("faults-runner", runner.binary)
     yield board
     board.stop()
@@ -223,6 +237,39 @@ def test_debug_hang_request_is_a_timeout_not_a_wrong_answer(runner_board: HostRu
         assert runner_board.alive()
     finally:
         link.close()
+
+
+def test_a_release_runner_refuses_debug_requests_and_fault_injection(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """The default build (what `hil firmware build` makes for every preset) will not hang or
+    fault on request: DEBUG is answered "unsupported", `--inject` stops the runner at its start,
+    and the handshake says so, in every record."""
+    runner = firmware.build(firmware.FirmwareConfig("host")).binary
+    board = HostRunnerBoard("release-runner", runner)
+    link = SerialLink(board.start()).open()
+    try:
+        client = RunnerClient(link, name="release")
+        assert not client.hello().debug_commands
+        with pytest.raises(HilError, match="built without debug commands"):
+            client.debug(m.DEBUG_HANG, during_next_run=True)
+        assert client.echo(b"still here") == b"still here"
+    finally:
+        link.close()
+        board.stop()
+    refused = subprocess.run(
+        [str(runner), "--stdio", "--inject", "hang@1"], capture_output=True, text=True, timeout=30
+    )
+    assert refused.returncode == 2
+    assert "--inject needs a test build (HIL_DEBUG_COMMANDS=ON)" in refused.stderr
+    lab.device("vrelease", {"virtual": "host-runner"})
+    lab.device("vtest", {"virtual": "host-runner"}, debug_commands=True)
+    session = lab.session()
+    release, test_build = (session.check(TINY, name, "portable") for name in ("vrelease", "vtest"))
+    assert release.passed and test_build.passed
+    assert release.target_info["debug_commands"] == "refused" and not release.altered
+    assert test_build.target_info["debug_commands"] == "accepted"
+    assert any("HIL_DEBUG_COMMANDS=ON" in why for why in test_build.altered)
 
 
 def test_line_noise_is_caught_retried_and_outputs_still_match_host(

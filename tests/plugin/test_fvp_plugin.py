@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from debug_builds import with_debug_commands
 from fakes.fvp import ARTIFACTS_ENV, install
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -57,7 +58,8 @@ def project(
 ) -> pytest.Pytester:
     devices = pytester.mkdir("devices")
     shutil.copy(REPO / "devices" / "fvp-u85.yaml", devices)
-    echo = yaml.safe_load((REPO / "devices" / "fvp-u55.yaml").read_text())
+    # a test build of the echo runner: it faults and hangs on request
+    echo = with_debug_commands(yaml.safe_load((REPO / "devices" / "fvp-u55.yaml").read_text()))
     echo["name"] = "fvp-echo"
     echo["connection"].update(
         engine="echo",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from debug_builds import with_debug_commands
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,7 +45,8 @@ def serial_device(folder: Path, name: str, inject: str) -> None:
             "run_timeout_s": 1.0,
         },
     }
-    (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+    # a test build of the runner: a release one refuses --inject
+    (folder / f"{name}.yaml").write_text(yaml.safe_dump(with_debug_commands(spec)))
 
 
 @pytest.fixture

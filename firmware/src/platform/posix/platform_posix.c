@@ -147,6 +147,11 @@ int hil_platform_init(int argc, char **argv) {
             }
             i++;
         } else if (strcmp(a, "--inject") == 0 && next && strchr(next, '@')) {
+#ifndef HIL_DEBUG_COMMANDS
+            fprintf(stderr, "hil-runner: --inject needs a test build (HIL_DEBUG_COMMANDS=ON); "
+                            "this runner is a release build\n");
+            return 2;
+#endif
             P.inject_op = strncmp(next, "hang@", 5) == 0    ? HIL_DEBUG_HANG
                           : strncmp(next, "fault@", 6) == 0 ? HIL_DEBUG_FAULT
                                                             : 0;
