@@ -18,6 +18,7 @@ import numpy as np
 
 from hil.report import fmt, plots, verdicts
 from hil.report.cells import quantization_cell, target_cell
+from hil.report.runner_table import runner_rows
 
 log = logging.getLogger("hil.report.html")
 
@@ -345,6 +346,7 @@ def render(report: Mapping[str, Any]) -> str:
         failures=failures,
         counters=counter_tables(report),
         tools=tool_table(report["runs"]),
+        runners=runner_rows(report["targets"]),
         categories=verdicts.CATEGORIES,
         category_titles=verdicts.CATEGORY_TITLES,
         timing_notes=fmt.TIMING_NOTES,

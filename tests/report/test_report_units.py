@@ -134,3 +134,39 @@ def test_an_overview_draws_the_results_nearest_their_limit() -> None:
     assert len(drawn) == html.OVERVIEW_BARS and drawn[0].label == "over"
     assert drawn[1].label == "case99" and "the 60 of 101 nearest their limit" in said
     assert html._nearest_limit(bars[:10]) == (bars[:10], "")
+
+
+def test_the_runner_table_names_each_build_and_whether_it_is_a_release(
+    runs: Runs, tmp_path: Path
+) -> None:
+    """The handshake facts each record carries become the report's runner table: a release
+    runner, a test build that obeys DEBUG, and one with a planted kernel, each named so."""
+    from hil.report.certify import write_report
+
+    folder = tmp_path / "results"
+    shutil.copytree(runs.a, folder)
+    lines = (folder / "records.jsonl").read_text().splitlines()
+    runner = {"build_id": "b1", "executorch": "1.5.1", "platform": "posix", "engine": "executorch"}
+    builds = [
+        ("vboard", {**runner, "debug_commands": "refused", "etdump": "yes"}),
+        ("vtest", {**runner, "build_id": "b2", "debug_commands": "accepted", "etdump": "yes"}),
+        ("vplant", {**runner, "build_id": "b3", "debug_commands": "refused", "etdump": "yes",
+                    "planted_fault": "aten::add.out"}),
+    ]  # fmt: skip
+    records = []
+    for (target, info), line in zip(builds, lines, strict=False):
+        record = json.loads(line)
+        record.update(target=target, target_info=info)
+        records.append(json.dumps(record))
+    (folder / "records.jsonl").write_text("\n".join([*records, *lines[3:]]) + "\n")
+    page = write_report([folder], tmp_path / "report").html_path.read_text()
+    table = page[page.index('id="runners"') : page.index("<h3>Artifacts</h3>")]
+    rows = {
+        target: re.sub(r"<[^>]+>", " ", row)
+        for target, row in re.findall(r'<tr data-target="([^"]+)"[^>]*>(.*?)</tr>', table, re.S)
+    }
+    assert set(rows) == {"vboard", "vtest", "vplant"}
+    assert " release " in rows["vboard"] and " refused " in rows["vboard"]
+    assert "test build: hangs or faults on request" in rows["vtest"]
+    assert "test build: a kernel wrong on purpose" in rows["vplant"]
+    assert "aten::add.out" in rows["vplant"]
