@@ -115,6 +115,11 @@ class TransportError(InfrastructureError):
     """Bytes could not be moved (port closed, connection dropped)."""
 
 
+class LinkLost(TransportError):
+    """The link to a runner went away under a step (an SSH connection dropped, a serial port
+    that disappeared): a target that can get it back reconnects once and does the step again."""
+
+
 class ProtocolError(InfrastructureError):
     """The peer spoke, but not the protocol we expect (bad frame, wrong version)."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 from pathlib import Path
 from typing import Protocol
 
@@ -20,6 +21,7 @@ from hil.errors import (
     DeviceSpecError,
     HilError,
     InfrastructureError,
+    LinkLost,
     TargetUnavailable,
     TransportError,
 )
@@ -56,6 +58,10 @@ class Board(Protocol):
     def stop(self) -> None:
         """Shut down; safe to call twice."""
         ...
+
+
+class PortLost(LinkLost):
+    """A board's port went away under a step (unplugged, or a USB re-enumeration)."""
 
 
 class PortBoard:
@@ -98,8 +104,32 @@ class PortBoard:
     def gone(self) -> str | None:
         return None  # a real board does not say
 
+    @property
+    def is_device_node(self) -> bool:
+        """A port that is a path (/dev/ttyACM0, /dev/serial/by-id/...), not a URL."""
+        return "://" not in self.url
+
     def explain(self, doing: str, error: InfrastructureError) -> HilError | None:
+        """A device node that failed to move bytes was unplugged or re-enumerated (USB serial
+        adapters do both): the link is lost, and the target waits for the port to come back."""
+        if self.is_device_node and type(error) is TransportError:
+            return PortLost(
+                f"{self.name}: the port {self.url} went away while {doing} ({error.message})",
+                fix="check the board's USB cable and hub; hil waits connection.port_return_s "
+                "for the port to come back",
+            )
         return None
+
+    def wait_for_port(self, timeout_s: float) -> None:
+        """Until the port's device node is back (a USB re-enumeration), or TransportError."""
+        deadline = time.monotonic() + timeout_s
+        while self.is_device_node and not Path(self.url).exists():
+            if time.monotonic() >= deadline:
+                raise TransportError(
+                    f"{self.name}: the port {self.url} did not come back within {timeout_s:g} s",
+                    fix="plug the board in again (ls /dev/serial/by-id/ names the ports by board)",
+                )
+            time.sleep(0.1)
 
     def log_tail(self, lines: int = 30) -> str:
         return ""

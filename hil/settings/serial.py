@@ -7,6 +7,8 @@ baudrate: 115200
 firmware: host            preset in firmware/CMakePresets.json, or {preset, defines}
 flash: {command: [pyocd, flash, "{image}"]}   or {labgrid: {config, target, driver}}
 reset_command: [...]      how to reset a real board after flashing
+port_return_s: 15         how long a port device that disappeared (a USB serial adapter
+                          re-enumerating) is waited for before the target is out of service
 runner_args: [...]        extra arguments for a virtual board's runner
 reply_timeout_s, bytes_per_s, run_timeout_s, retries    waits and repeats
 model_load: auto          link (LOAD chunks over the line), file (LOAD_FILE: the runner
@@ -44,6 +46,7 @@ KEYS = (
     "firmware",
     "flash",
     "reset_command",
+    "port_return_s",
     "runner_args",
     *LINK_KEYS,
     "model_load",
@@ -60,6 +63,7 @@ class SerialSettings:
     firmware: FirmwareChoice = field(default_factory=FirmwareChoice)
     flash: FlashStep | None = None
     reset_command: tuple[str, ...] = ()
+    port_return_s: float = 15.0
     runner_args: tuple[str, ...] = ()
     policy: LinkPolicy = field(default_factory=LinkPolicy)
     model_load: ModelLoad = ModelLoad.AUTO
@@ -91,6 +95,7 @@ class SerialSettings:
             firmware=FirmwareChoice.parse(section),
             flash=FlashStep.parse(section),
             reset_command=section.strings("reset_command"),
+            port_return_s=float(section.positive("port_return_s", 15.0)),
             runner_args=section.strings("runner_args"),
             policy=LinkPolicy.parse(section),
             model_load=ModelLoad(section.choice("model_load", tuple(ModelLoad), "auto")),

@@ -34,7 +34,7 @@ from typing import ClassVar, TypeVar
 from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import DeviceAllowance, DeviceSpec, TimingPolicy
-from hil.errors import InfrastructureError, TargetUnavailable
+from hil.errors import HilError, InfrastructureError, LinkLost, TargetUnavailable
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.driver import DeviceTrace, Files, RunnerDriver, RunnerRun, RunnerSite
@@ -68,6 +68,8 @@ class RunnerTarget(Target):
     def __init__(self, spec: DeviceSpec) -> None:
         super().__init__(spec)
         self._driver: RunnerDriver | None = None
+        self.reconnects = 0  # links that dropped under a step or a handshake and came back
+        self._lost: InfrastructureError | None = None  # the link stayed away after a reconnect
 
     # -- the runner connection -----------------------------------------------------------------
 
@@ -126,8 +128,34 @@ class RunnerTarget(Target):
     # -- deploy and run ----------------------------------------------------------------------
 
     def _step(self, doing: str, fn: Callable[[], R]) -> R:
-        """One deploy or run; a kind that can get its runner back (SSH) tries again here."""
-        return fn()
+        """One deploy or run. After a lost link (LinkLost: only kinds that can tell raise it)
+        the target reconnects once and does the step again; a link that stays away keeps the
+        target out of service, naming what was lost."""
+        if self._lost is not None:
+            raise self._lost
+        try:
+            return fn()
+        except LinkLost as lost:
+            self.log.warning("%s; reconnecting once", lost.message)
+            try:
+                self._reconnect()
+                self.reconnects += 1
+                return fn()
+            except HilError as again:
+                self._lost = self._stayed_away(doing, again)
+                raise self._lost from again
+
+    def _reconnect(self) -> None:
+        """Get the runner back after a lost link (kinds that raise LinkLost give this)."""
+        raise InfrastructureError(f"{self.spec.name}: a {self.spec.kind} target cannot reconnect")
+
+    def _stayed_away(self, doing: str, again: HilError) -> InfrastructureError:
+        """The error that keeps the target out of service when the link did not come back."""
+        return InfrastructureError(
+            f"{self.spec.name}: lost the link to the runner while {doing}, and could not get it "
+            f"back: {again.message}",
+            fix="check the device; the target stays out of service for the rest of this session",
+        )
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         sent = self._step(

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 from hil.artifacts.store import Artifact
 from hil.devices import DeviceSpec
-from hil.errors import DeployError, DeviceSpecError, InfrastructureError
-from hil.resources.boards import Board, PortBoard, make_board
+from hil.errors import DeployError, DeviceSpecError, HilError, InfrastructureError
+from hil.resources.boards import Board, PortBoard, PortLost, make_board
 from hil.resources.flashing import make_flasher
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
@@ -50,7 +50,13 @@ class SerialTarget(RunnerTarget):
 
     def _provision(self) -> None:
         self._runner, self._board = prepare_board(self.spec)
-        info = self._ensure_build(self._connect())
+        try:
+            info = self._connect()
+        except PortLost as lost:  # re-enumerated during the handshake: as under a step
+            self.log.warning("%s; reconnecting once", lost.message)
+            info = self._connect_when_back()
+            self.reconnects += 1
+        info = self._ensure_build(info)
         self._require_engine(
             info,
             m.ENGINE_EXECUTORCH,
@@ -82,6 +88,33 @@ class SerialTarget(RunnerTarget):
             info.engine_name,
         )
         return info
+
+    def _connect_when_back(self) -> m.RunnerInfo:
+        """A new link and handshake once the board's port is back."""
+        self._disconnect_runner()
+        if isinstance(self._board, PortBoard):
+            self._board.wait_for_port(self._settings.port_return_s)
+        return self._connect()
+
+    def _reconnect(self) -> None:
+        """The port came back (a USB re-enumeration): the same runner, unless the board reset
+        and now runs another build; either way the model is sent again."""
+        info = self._ensure_build(self._connect_when_back())
+        self.driver.kernels = self._kernel_list(info)
+
+    def _stayed_away(self, doing: str, again: HilError) -> InfrastructureError:
+        return InfrastructureError(
+            f"{self.spec.name}: lost the port {self._settings.port} while {doing}, and could "
+            f"not get it back: {again.message}",
+            fix="check the board's power and USB cable; the target stays out of service for "
+            "the rest of this session",
+        )
+
+    def describe(self) -> dict[str, str]:
+        facts = super().describe()
+        if isinstance(self._board, PortBoard):
+            facts["reconnects"] = str(self.reconnects)  # ports that went away and came back
+        return facts
 
     def _files(self) -> Files | None:
         """LOAD_FILE (the runner reads this machine's file) or the line. auto: files for

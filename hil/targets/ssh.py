@@ -23,7 +23,6 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TypeVar
 
@@ -33,6 +32,7 @@ from hil.errors import (
     DeviceSpecError,
     HilError,
     InfrastructureError,
+    LinkLost,
     TargetUnavailable,
 )
 from hil.resources.emulated_pi import EmulatedPi
@@ -50,7 +50,7 @@ from hil.transports.ssh_link import ProcessLink
 R = TypeVar("R")
 
 
-class ConnectionLost(InfrastructureError):
+class ConnectionLost(LinkLost):
     """The SSH connection went away under a step (the target reconnects once)."""
 
 
@@ -106,7 +106,6 @@ class SshTarget(RunnerTarget):
         super().__init__(spec)
         self._settings = ssh_settings(spec)
         self._log_path = board_log_dir().resolve() / f"{spec.name}.log"
-        self.reconnects = 0
         self.runner_bytes_sent = 0
         # None until provisioning reaches them: a failed provision tears down what it reached
         self._emulator: EmulatedPi | None = None
@@ -116,7 +115,6 @@ class SshTarget(RunnerTarget):
         self._bundle: RunnerBundle | None = None
         self._build_id = ""
         self._facts: RemoteFacts | None = None
-        self._lost: InfrastructureError | None = None  # the device stayed away after a reconnect
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -294,27 +292,14 @@ class SshTarget(RunnerTarget):
 
     # -- reconnecting ------------------------------------------------------------------------
 
-    def _step(self, doing: str, fn: Callable[[], R]) -> R:
-        """Do a step; after a dropped connection, reconnect once and do it again."""
-        if self._lost is not None:
-            raise self._lost
-        try:
-            return fn()
-        except ConnectionLost as lost:
-            self.log.warning("%s; reconnecting once", lost.message)
-            try:
-                self._reconnect()
-                self.reconnects += 1
-                return fn()
-            except HilError as again:
-                self._lost = InfrastructureError(
-                    f"{self.spec.name}: lost the SSH connection to {self.endpoint.host} "
-                    f"(port {self.endpoint.port}) while {doing}, and could not get it back: "
-                    f"{again.message}",
-                    fix=f"check that {self.endpoint.host} is powered, on the network and "
-                    "running sshd; the target stays out of service for the rest of this session",
-                )
-                raise self._lost from again
+    def _stayed_away(self, doing: str, again: HilError) -> InfrastructureError:
+        return InfrastructureError(
+            f"{self.spec.name}: lost the SSH connection to {self.endpoint.host} "
+            f"(port {self.endpoint.port}) while {doing}, and could not get it back: "
+            f"{again.message}",
+            fix=f"check that {self.endpoint.host} is powered, on the network and "
+            "running sshd; the target stays out of service for the rest of this session",
+        )
 
     def _reconnect(self) -> None:
         """A new connection and a new runner; _open() first stops the old runner if it hangs

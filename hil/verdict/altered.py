@@ -3,9 +3,9 @@
 A run whose outputs were rewritten after the run (fault injection: bench/mutants.py, the
 device-question tests), that ran on a runner built with a kernel wrong on purpose, or on a test
 build of the runner that obeys requests to hang or fault (HIL_DEBUG_COMMANDS; release builds, the
-default, refuse them) can pass: a PASS then says nothing about a release device. Each such check carries the reasons in its record,
-whether it passed or failed, and the report names them in its headline and does not certify
-the run (hil.report).
+default, refuse them) can pass: a PASS then says nothing about a release device. Each such
+check carries the reasons in its record, whether it passed or failed, and the report names them
+in its headline and does not certify the run (hil.report).
 """
 
 from __future__ import annotations

@@ -86,3 +86,63 @@ class CorruptingRelay:
         self._thread.join(timeout=2)
         for fd in (self.board, self.master, self.slave):
             os.close(fd)
+
+
+class ReplugPort:
+    """A board's port as a USB serial adapter shows it: a stable path (a symlink, as under
+    /dev/serial/by-id/) to a pty that goes away when unplugged (the client's descriptor fails
+    with EIO, the path is gone) and comes back as a new pty when plugged in again. The board
+    (the runner) keeps running behind it; what it says while unplugged is lost, as on a real
+    adapter."""
+
+    def __init__(self, board_path: str, path: str) -> None:
+        self.path = path
+        self.board = os.open(board_path, os.O_RDWR | os.O_NOCTTY)
+        tty.setraw(self.board)
+        self._lock = threading.Lock()
+        self._pty: tuple[int, int] | None = None
+        self.plug()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def plug(self) -> None:
+        with self._lock:
+            master, slave = os.openpty()
+            tty.setraw(slave)
+            os.symlink(os.ttyname(slave), self.path)
+            self._pty = (master, slave)
+
+    def unplug(self) -> None:
+        with self._lock:
+            if self._pty is not None:
+                os.unlink(self.path)
+                for fd in self._pty:
+                    os.close(fd)
+                self._pty = None
+
+    def _pump(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                master = self._pty[0] if self._pty is not None else None
+            fds = [self.board] + ([master] if master is not None else [])
+            ready, _, _ = select.select(fds, [], [], 0.05)
+            with self._lock:
+                if self._pty is None or self._pty[0] != master:
+                    master = None  # unplugged meanwhile: what the board says is lost
+                for fd in ready:
+                    try:
+                        if fd == self.board:
+                            data = os.read(self.board, 1 << 16)
+                            if master is not None:
+                                os.write(master, data)
+                        elif master is not None:
+                            os.write(self.board, os.read(master, 1 << 16))
+                    except OSError:
+                        continue  # the client side closed: it may open the port again
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.unplug()
+        os.close(self.board)

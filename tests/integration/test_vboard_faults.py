@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import torch
 import yaml
 from board_signals import signal_when_logged
 from debug_builds import DEBUG_COMMANDS, with_debug_commands
-from pty_relay import CorruptingRelay, Damage
+from pty_relay import CorruptingRelay, Damage, ReplugPort
 from torch import nn
 
 from hil import Case, seeded
@@ -270,6 +271,64 @@ def test_a_release_runner_refuses_debug_requests_and_fault_injection(
     assert release.target_info["debug_commands"] == "refused" and not release.altered
     assert test_build.target_info["debug_commands"] == "accepted"
     assert any("HIL_DEBUG_COMMANDS=ON" in why for why in test_build.altered)
+
+
+@pytest.fixture
+def replug(tmp_path: Path) -> Iterator[ReplugPort]:
+    """A release runner behind a port that can be unplugged and plugged in again."""
+    board = HostRunnerBoard("replug-runner", firmware.build(firmware.FirmwareConfig("host")).binary)
+    port = ReplugPort(board.start(), str(tmp_path / "ttyUSB-hil"))
+    yield port
+    port.close()
+    board.stop()
+
+
+def plug_in_after(port: ReplugPort, seconds: float) -> threading.Timer:
+    timer = threading.Timer(seconds, port.plug)
+    timer.start()
+    return timer
+
+
+def test_a_port_that_goes_away_and_comes_back_is_reconnected(lab: Lab, replug: ReplugPort) -> None:
+    """A USB serial adapter re-enumerating between steps (its node gone for a second, then a
+    new one at the same path): the step is done again on the port that came back, every time,
+    and the record counts the reconnects; a port that stays away takes the target out of
+    service naming the port."""
+    lab.device("replug", {"port": replug.path, "reply_timeout_s": 1.0, "port_return_s": 5})
+    session = lab.session()
+    assert session.check(TINY, "replug", "portable").passed
+    for n, recipe in enumerate(("portable", "xnnpack-int8"), start=1):  # a run, then a deploy
+        replug.unplug()
+        plug_in_after(replug, 1.0)
+        result = session.check(TINY, "replug", recipe)
+        assert result.passed, result.failure_message()
+        assert result.target_info["reconnects"] == str(n)
+    replug.unplug()
+    with pytest.raises(InfrastructureError, match="did not come back within 5 s") as caught:
+        session.check(TINY, "replug", "portable")
+    assert f"lost the port {replug.path} while" in caught.value.message
+    assert session.broken_cause("replug") is caught.value
+
+
+def test_a_port_that_goes_away_during_the_handshake_is_reconnected(
+    lab: Lab, replug: ReplugPort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unplugged right as the target's first handshake starts: it waits for the port and
+    shakes hands on the new one."""
+    real = SerialTarget._connect_runner
+    unplugged: list[threading.Timer] = []
+
+    def unplug_first(self: SerialTarget, *args: object) -> object:
+        if not unplugged:
+            replug.unplug()
+            unplugged.append(plug_in_after(replug, 1.0))
+        return real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SerialTarget, "_connect_runner", unplug_first)
+    lab.device("replug-hello", {"port": replug.path, "reply_timeout_s": 1.0})
+    result = lab.session().check(TINY, "replug-hello", "portable")
+    assert unplugged and result.passed, result.failure_message()
+    assert result.target_info["reconnects"] == "1"
 
 
 def test_line_noise_is_caught_retried_and_outputs_still_match_host(
