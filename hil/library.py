@@ -9,7 +9,6 @@ check appends its record as it ends (an error's too, before it is raised), and c
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -20,8 +19,8 @@ from hil import session
 from hil.case import Case
 from hil.devices import RecipeSpec
 from hil.errors import HilError
-from hil.report import document, provenance
-from hil.report.model import RECORDS_FILE, RUN_FILE
+from hil.results import provenance
+from hil.results.writer import ResultsFolder
 from hil.session.session import OutputRewrite, RecipeChoice
 from hil.verdict.error_records import error_record
 from hil.verdict.result import CheckResult
@@ -33,6 +32,7 @@ class Session(session.Session):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._run: dict[str, Any] | None = None
+        self._folder = ResultsFolder(self.results_dir)
         self._records: list[dict[str, Any]] = []
 
     def check(
@@ -55,8 +55,7 @@ class Session(session.Session):
 
     def _start(self, target: str) -> None:
         if self._run is None:
-            self.results_dir.mkdir(parents=True, exist_ok=True)
-            (self.results_dir / RECORDS_FILE).write_text("")
+            self._folder.begin()
             argv = [os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]]
             self._run = provenance.new_run(
                 argv=argv,
@@ -69,18 +68,14 @@ class Session(session.Session):
             )
         if target not in self._run["targets"]:
             self._run["targets"][target] = provenance.target_entry(self.devices.get(target))
-        document.write_json(self.results_dir / RUN_FILE, self._run)
+        self._folder.write_run(self._run)
 
     def _record(self, record: dict[str, Any]) -> None:
         self._records.append(record)
-        with (self.results_dir / RECORDS_FILE).open("a") as f:
-            f.write(json.dumps(record, default=str) + "\n")
+        self._folder.append(record)
 
     def close(self) -> None:
         if self._run is not None and self._run["finished"] is None:
-            self._run["finished"] = provenance.now_iso()
             passed = all(r["verdict"] == "PASS" for r in self._records)
-            self._run["exit_status"] = 0 if passed else 1
-            provenance.note_identities(self._run, self._records)
-            document.write_json(self.results_dir / RUN_FILE, self._run)
+            self._folder.finish(self._run, exit_status=0 if passed else 1, records=self._records)
         super().close()

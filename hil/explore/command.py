@@ -21,6 +21,7 @@ import webbrowser
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hil.artifacts.pte_program import read_program
 from hil.devices import DeviceRegistry, default_device_dirs
@@ -43,9 +44,11 @@ from hil.explore.overlays import (
     missing_nodes,
     partition_overlay,
 )
-from hil.explore.source import Source, from_case, from_path
 from hil.explore.viewer import Viewer, default_venv
 from hil.paths import default_cache_dir, default_results_dir
+
+if TYPE_CHECKING:  # the source imports torch: `hil --help` and `hil report` do without it
+    from hil.explore.source import Source
 
 USAGE = """Open a case's .pte in Model Explorer (served on 127.0.0.1 only) with hil's overlays:
 its Ethos-U delegates expanded to their TOSA graphs, the partition report, Vela's per-layer
@@ -313,6 +316,8 @@ def say(message: str) -> None:
 
 def resolve(args: argparse.Namespace, ready: Callable[[], object]) -> Source:
     """What to show; `ready` runs after the input is checked and before any export."""
+    from hil.explore.source import from_case, from_path
+
     path = Path(args.case)
     if args.case.endswith(".pte") or (path.is_file() and not args.target):
         source = from_path(path)

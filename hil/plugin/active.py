@@ -7,10 +7,8 @@ library.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +23,7 @@ from hil.plugin.outcomes import VerdictOutcomes, xfail_mark
 from hil.plugin.state import RECORD_KEY, SESSION_KEY, STATE, HilState, Variant
 from hil.recipes.speedups import PRISTINE
 from hil.report import fvp_table, memory_table, problems, summary
+from hil.results.writer import ResultsFolder
 from hil.session import Session
 
 # A test whose cases apply to none of the run's targets and recipes: deselected at collection.
@@ -63,7 +62,9 @@ def activate(config: pytest.Config) -> HilState:
         _export_env(config, "HIL_CACHE_DIR", str(options.cache_dir.resolve()))
     if options.pristine_export:
         _export_env(config, PRISTINE, "1")
-    state = config.stash[STATE] = HilState(options, registry, session)
+    state = config.stash[STATE] = HilState(
+        options, registry, session, ResultsFolder(session.results_dir)
+    )
     manager.register(HilPlugin(config), "hil-plugin")
     manager.register(VerdictOutcomes(options.require), "hil-outcomes")
     report_hooks.register(config)  # run.json, --hil-report
@@ -157,8 +158,8 @@ class HilPlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.state: HilState = config.stash[STATE]
-        self.results_file: Path | None = None
         self.seen: set[tuple[str, int]] = set()
+        self.recording = False  # this process writes the results folder (not an xdist worker)
 
     def pytest_report_header(self) -> list[str]:
         targets = ", ".join(self.state.options.targets)
@@ -198,12 +199,11 @@ class HilPlugin:
             _say(self.config, f"not exporting ahead: {e}")
 
     def pytest_sessionstart(self) -> None:
-        folder = self.state.session.results_dir
-        folder.mkdir(parents=True, exist_ok=True)
         if hasattr(self.config, "workerinput"):
-            return  # an xdist worker: the controller gets every report and keeps the file
-        self.results_file = folder / "records.jsonl"
-        self.results_file.write_text("")
+            self.state.session.results_dir.mkdir(parents=True, exist_ok=True)
+            return  # an xdist worker: the controller gets every report and keeps the files
+        self.state.results.begin()
+        self.recording = True
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # setup, call and teardown reports all carry the item's properties: take each once
@@ -215,9 +215,8 @@ class HilPlugin:
             ):
                 self.seen.add((report.nodeid, index))
                 self.state.records.append(record)
-                if self.results_file is not None:  # kept as it comes: a Ctrl-C loses nothing
-                    with self.results_file.open("a") as f:
-                        f.write(json.dumps(record, default=str) + "\n")
+                if self.recording:  # kept as it comes: a Ctrl-C loses nothing
+                    self.state.results.append(record)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.state.records:
@@ -230,8 +229,8 @@ class HilPlugin:
             fvp_table.render(records) + memory_table.render(records) + problems.render(records)
         ):
             terminalreporter.write_line(line)
-        if self.results_file is not None:
-            terminalreporter.write_line(f"records: {self.results_file}")
+        if self.recording:
+            terminalreporter.write_line(f"records: {self.state.results.records_path}")
 
     def pytest_unconfigure(self) -> None:
         self.state.session.close()

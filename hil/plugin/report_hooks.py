@@ -16,8 +16,8 @@ import pytest
 
 from hil.errors import HilError
 from hil.plugin.state import STATE, Variant
-from hil.report import document, provenance
 from hil.report.certify import Written, write_report
+from hil.results import provenance
 
 log = logging.getLogger("hil.plugin.report")
 
@@ -96,9 +96,6 @@ class RunRecorder:
     def results_dir(self) -> Path:
         return self.config.stash[STATE].session.results_dir
 
-    def _write_run(self) -> None:
-        document.write_json(self.results_dir / "run.json", self.run)
-
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         state = self.config.stash[STATE]
@@ -111,7 +108,7 @@ class RunRecorder:
             targets={name: state.registry.get(name) for name in state.options.targets},
         )
         self.config.stash[RUN_KEY] = self.run
-        self._write_run()
+        state.results.write_run(self.run)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         variant = getattr(report, VARIANT_ATTR, None)
@@ -124,13 +121,12 @@ class RunRecorder:
         if not self.run:
             return
         state = self.config.stash[STATE]
-        self.run.update(
-            finished=provenance.now_iso(),
-            exit_status=int(exitstatus),
+        state.results.finish(
+            self.run,
+            exit_status=exitstatus,
+            records=state.records,
             items=[i for i in self.items.values() if "outcome" in i],
         )
-        provenance.note_identities(self.run, state.records)
-        self._write_run()
         if self.report_dir is None:
             return
         try:

@@ -10,6 +10,7 @@ import pytest
 if TYPE_CHECKING:  # the plugin's entry stays free of torch until hil is used
     from hil.devices import DeviceRegistry
     from hil.plugin.options import HilOptions
+    from hil.results.writer import ResultsFolder
     from hil.session import Session
 
 
@@ -35,6 +36,8 @@ class HilState:
     options: HilOptions
     registry: DeviceRegistry
     session: Session
+    # the run's results folder, written by the controlling process only (not xdist's workers)
+    results: ResultsFolder
     records: list[dict[str, Any]] = field(default_factory=list)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.report import document, model, regression
-from hil.report.provenance import now_iso
+from hil.results.files import now_iso, write_json
 
 log = logging.getLogger("hil.report")
 
@@ -56,7 +56,7 @@ def write_report(
     document.validate(report, "the report just built")
     out.mkdir(parents=True, exist_ok=True)
     json_path, html_path = out / JSON_NAME, out / HTML_NAME
-    document.write_json(json_path, report)
+    write_json(json_path, report)
     html_path.write_text(html.render(report), encoding="utf-8")
     log.info("wrote %s and %s", json_path, html_path)
     return Written(

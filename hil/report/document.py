@@ -133,12 +133,3 @@ def read_report(path: Path) -> dict[str, Any]:
         )
     validate(data, str(path))
     return data
-
-
-def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Indented for people; loads back to exactly the content the digest covers."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, sort_keys=True, indent=2, allow_nan=False)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    tmp.replace(path)

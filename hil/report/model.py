@@ -21,11 +21,10 @@ from hil.errors import ReportError
 from hil.report import document, regression, verdicts
 from hil.report.regression import Baseline
 from hil.report.rows import Row, rows_from_run
+from hil.results.files import RECORDS_FILE, RUN_FILE
 
 log = logging.getLogger("hil.report")
 
-RUN_FILE = "run.json"
-RECORDS_FILE = "records.jsonl"
 
 Run = dict[str, Any]
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from hil.arrays import Array
 from hil.report import fmt
+
+if TYPE_CHECKING:  # hil.arrays imports torch; a report is drawn without it
+    from hil.arrays import Array
 
 MAX_POINTS = 4000  # scatter points per plot: enough to see the shape, small enough to embed
 PASS_COLOR = "#2e7d32"

@@ -11,7 +11,7 @@ from report_lab import Runs
 
 from hil.report import allure_files, fmt, html, verdicts
 from hil.report.model import load_source
-from hil.report.provenance import selection_free
+from hil.results.provenance import selection_free
 
 
 def test_counters_read_in_the_unit_their_name_implies() -> None:

@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lab",),  # targets leased through labgrid
     ("explain",),  # which operator a wrong output came from
     ("session",),  # pool, references, the check
+    ("results",),  # what a run leaves: run.json and records.jsonl, one writer
     ("report", "explore", "doctor"),  # what a run wrote, the program browser, the checks
     ("plugin",),  # pytest's front door
     ("executorch_ops", "api", "library", "check_command", "sdk_command"),  # on the plugin/session

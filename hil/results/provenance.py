@@ -6,7 +6,6 @@ document, once per run). Together they are everything `hil report` needs, on any
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import importlib.metadata
 import os
@@ -25,6 +24,7 @@ from hil.artifacts.fingerprint import tool_versions
 from hil.compat.versions import installed
 from hil.devices import DeviceSpec
 from hil.recipes import speedups
+from hil.results.files import now_iso
 
 RUN_VERSION = 1
 
@@ -55,10 +55,6 @@ _SELECTION_OPTIONS = {
 
 # Distributions whose versions every run carries, besides those that shape an export.
 _EXTRA_DISTRIBUTIONS = ("hil", "numpy", "pytest", "allure-pytest")
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def new_run_id(started: str, host: str) -> str:
