@@ -12,7 +12,7 @@ inputs; hil's case ids carry the target and recipe, which are taken off to pair 
 
 * each side's exit status, pass/fail/xfail/skip counts, and the case ids each side ran;
 * time: start-up (a run that collects and selects nothing) apart from the per-case time, for
-  ExecuTorch's harness with and without hil's export speed-up (hil/recipes/export_speedup.py,
+  ExecuTorch's harness with and without hil's export speed-up (hil/speedups/export_speedup.py,
   which any torch 2.13 user could apply), and for hil cold (empty cache) and warm;
 * how many of hil's cold exports its worker processes made: a cold hil run exports ahead on
   every core, as `pytest suites` does, while their harness runs its tests in one process (with
@@ -56,7 +56,9 @@ FILES = (
     "test_view",
     "test_hardswish",
 )
-SPEEDUP = "import hil.recipes.export_speedup as s\ndef pytest_configure(config):\n    s.install()\n"
+SPEEDUP = (
+    "import hil.speedups.export_speedup as s\ndef pytest_configure(config):\n    s.install()\n"
+)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from hil.recipes.speedups import LEFT_OUT, PRISTINE, parts  # noqa: E402
+from hil.speedups.switch import LEFT_OUT, PRISTINE, parts  # noqa: E402
 
 EXPORT = """
 import sys

@@ -72,7 +72,7 @@ def record(built: BuiltCase, recipe: Recipe, workdir: Path, program: Program) ->
     """Re-export with an ETRecord, check it is the artifact's program, add the case's inputs."""
     from executorch.devtools.etrecord import parse_etrecord
 
-    from hil.recipes import speedups
+    from hil.speedups import switch as speedups
 
     path = workdir / "model.etrecord"
     export_dir = workdir / "reexport"

@@ -44,9 +44,10 @@ def debug_blocks(program: Any, options: dict[str, Any], workdir: Path) -> list[T
     from executorch.backends.arm.tosa.partitioner import TOSAPartitioner
     from executorch.exir import to_edge_transform_and_lower
 
-    from hil.recipes import make_recipe, speedups
+    from hil.recipes import make_recipe
     from hil.recipes.arm_partition import lowered_modules
     from hil.recipes.ethos_u import EthosURecipe
+    from hil.speedups import switch as speedups
 
     speedups.install()  # as where the artifact was made (none if pristine): same operators, faster
     recipe = make_recipe("ethos-u", options)

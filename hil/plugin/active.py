@@ -21,10 +21,10 @@ from hil.plugin import allure_hooks, lab_hooks, report_hooks
 from hil.plugin.options import OPT_IN_TAGS, read_options
 from hil.plugin.outcomes import VerdictOutcomes, xfail_mark
 from hil.plugin.state import RECORD_KEY, SESSION_KEY, STATE, HilState, Variant
-from hil.recipes.speedups import PRISTINE
 from hil.report import fvp_table, memory_table, problems, summary
 from hil.results.writer import ResultsFolder
 from hil.session import Session
+from hil.speedups.switch import PRISTINE
 
 # A test whose cases apply to none of the run's targets and recipes: deselected at collection.
 NOT_APPLICABLE = "no-case-applies"

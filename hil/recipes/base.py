@@ -13,7 +13,7 @@ from hil.artifacts.code_key import code_key
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
-from hil.recipes import speedups
+from hil.speedups import switch as speedups
 from hil.verdict.tolerances import StepAllowance
 
 
@@ -55,7 +55,7 @@ class Recipe(ABC):
     def key_material(self) -> Mapping[str, Any]:
         """What about this recipe changes the .pte: its name, options, its own code and every
         hil module it can run (hil.artifacts.code_key: a docstring or comment edit re-exports
-        nothing), and which of hil's speed-ups to torch may be in place (hil.recipes.speedups)."""
+        nothing), and which of hil's speed-ups to torch may be in place (hil.speedups.switch)."""
         return {
             "recipe": self.name,
             "options": dict(self.options),

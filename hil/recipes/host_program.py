@@ -30,8 +30,8 @@ import torch
 from hil.errors import DeployError, ExportError
 from hil.ethos_u.macs import aten_overload
 from hil.ethos_u.tosa_delegate import OP, TensorSpec, encode_outputs
-from hil.recipes import speedups
 from hil.recipes.host_module import read_host_module, write_host_module
+from hil.speedups import switch as speedups
 
 HOST_PROGRAM = "host_program.pt2"
 

@@ -47,7 +47,7 @@ from hil.call import fresh
 from hil.case import BuiltCase
 from hil.errors import CacheError, ExportError
 from hil.locks import file_lock
-from hil.recipes import rounding, speedups
+from hil.recipes import rounding
 from hil.recipes.lowering import (
     export_flat,
     export_program,
@@ -55,6 +55,7 @@ from hil.recipes.lowering import (
     output_scales,
     run_reference,
 )
+from hil.speedups import switch as speedups
 
 log = logging.getLogger("hil.recipes.quantized")
 

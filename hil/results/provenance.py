@@ -23,8 +23,8 @@ from hil import simd
 from hil.artifacts.fingerprint import tool_versions
 from hil.compat.versions import installed
 from hil.devices import DeviceSpec
-from hil.recipes import speedups
 from hil.results.files import now_iso
+from hil.speedups import switch as speedups
 
 RUN_VERSION = 1
 

@@ -28,8 +28,9 @@ from hil.errors import (
     resource_exhaustion,
 )
 from hil.progress import Progress, heartbeat
-from hil.recipes import Recipe, speedups
+from hil.recipes import Recipe
 from hil.recipes.lowering import reference_tensors, run_reference
+from hil.speedups import switch as speedups
 from hil.threads import one_thread
 from hil.timing import timed_runs
 from hil.verdict.budgets import LatencyStats, latency_stats

@@ -35,7 +35,7 @@ import json, sys, torch
 from torch import nn
 import hil
 from hil.devices import DeviceRegistry
-from hil.recipes import speedups
+from hil.speedups import switch as speedups
 
 class Small(nn.Module):
     def __init__(self):
@@ -135,7 +135,8 @@ from torch._ops import OperatorBase
 from torch.export import exported_program
 from torch.fx import graph_module, traceback
 import typing, copy
-from hil.recipes import cia_override, speedups
+from hil.speedups import switch as speedups
+from hil.speedups import cia_override
 speedups.install()
 import executorch.exir.pass_base as pass_base
 replaced = {
@@ -184,7 +185,7 @@ def _check_valid_to_preserve(op):  # a torch patch release's version: other code
 
 utils._check_valid_to_preserve = _check_valid_to_preserve
 import hil
-from hil.recipes import speedups
+from hil.speedups import switch as speedups
 installed = speedups.install()
 x = torch.randn(1, 8)
 result = hil.check(torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()), (x,),

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch._export import utils
 
-from hil.recipes import speedups
-from hil.recipes.patch_once import code_digest
+from hil.speedups import switch as speedups
+from hil.speedups.patch_once import code_digest
 
 PARTS = ("cia-collection-once", "preserve-check-once", "py-impl-once", "cia-override")
 

@@ -12,7 +12,7 @@ import torch
 from torch.fx import GraphModule
 from torch.fx import graph as fx_graph
 
-from hil.recipes import fx_code_reuse
+from hil.speedups import fx_code_reuse
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.fx import graph_module
 
-from hil.recipes import fx_compile_cache
+from hil.speedups import fx_compile_cache
 
 
 @pytest.fixture(scope="module", autouse=True)

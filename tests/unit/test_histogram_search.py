@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from hil.recipes import histogram_search
+from hil.speedups import histogram_search
 
 SAMPLES: dict[str, Callable[[int], torch.Tensor]] = {
     "normal": torch.randn,

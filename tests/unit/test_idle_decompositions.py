@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from hil.recipes import idle_decompositions, speedups
+from hil.speedups import idle_decompositions
+from hil.speedups import switch as speedups
 
 
 class Sigmoid(nn.Module):

@@ -10,8 +10,9 @@ import pytest
 import torch
 from torch import nn
 
-from hil.recipes import idle_edge_passes, speedups
-from hil.recipes.patch_once import inspect_unwrapped
+from hil.speedups import idle_edge_passes
+from hil.speedups import switch as speedups
+from hil.speedups.patch_once import inspect_unwrapped
 
 
 class Plain(nn.Module):

@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("transports", "artifacts"),  # bytes that move; what the store keeps
     ("verdict",),  # judges facts: outputs, budgets, divergence records
     ("ethos_u", "vgf"),  # the Arm backends' own tools (Vela, TOSA reference, ML SDK)
+    ("speedups",),  # hil's run-time changes to torch and ExecuTorch: declared, switchable
     ("recipes",),  # PyTorch -> .pte
     ("runner",),  # the wire protocol to the on-device runner
     ("sdk",),  # building the runner and ExecuTorch for a board

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from torch._export.serde import schema, serialize
 
-from hil.recipes import load_speedup
+from hil.speedups import load_speedup
 
 
 def test_schema_hints_are_typings_own_and_worked_out_once() -> None:

@@ -10,7 +10,7 @@ import torch
 from executorch.exir.pass_base import ExportPass, _ExportPassBase
 from torch.fx import traceback as fx_traceback
 
-from hil.recipes import pass_placeholder, provenance_sharing
+from hil.speedups import pass_placeholder, provenance_sharing
 
 
 class Block(torch.nn.Module):

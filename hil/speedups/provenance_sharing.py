@@ -19,7 +19,7 @@ from typing import Any
 
 from torch.fx import traceback as fx_traceback
 
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups.patch_once import Part, Patch
 
 
 def _copy_sharing_sources(value: Any, memo: dict[int, Any] | None = None) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from torch.fx import graph_module
 
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups.patch_once import Part, Patch
 
 KEPT = 256  # distinct sources; a lowering's passes revisit far fewer
 _compiled: OrderedDict[str, types.CodeType] = OrderedDict()

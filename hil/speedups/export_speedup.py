@@ -16,7 +16,7 @@ Every `run_decompositions` (ExecuTorch's lowering calls it three times per progr
    and the key, so it is now made once per (operator, key) and handed out again.
 3. even so, those registrations and a fresh closure per key were still a fifth of a cold
    export (hil's operator bench, 2026-12: 29 s of 144 s); the override itself is now done by
-   hil.recipes.cia_override, straight into each operator's table.
+   hil.speedups.cia_override, straight into each operator's table.
 
 4. asks of every one of those ops, each time, whether it may be preserved: its tags, whether
    it is a metadata function, its schema's aliasing and mutation (fixed for an operator) and
@@ -25,14 +25,14 @@ Every `run_decompositions` (ExecuTorch's lowering calls it three times per progr
    now asked once per operator; the kernel is looked up every time, as before.
 
 Three more, each with its own check that it applies, come with it: node provenance shared
-instead of deep-copied per pass (hil.recipes.provenance_sharing), one placeholder
-interpreter for every ExecuTorch pass (hil.recipes.pass_placeholder) and fx's generated code
-compiled once per distinct source (hil.recipes.fx_compile_cache).
+instead of deep-copied per pass (hil.speedups.provenance_sharing), one placeholder
+interpreter for every ExecuTorch pass (hil.speedups.pass_placeholder) and fx's generated code
+compiled once per distinct source (hil.speedups.fx_compile_cache).
 
 The results are the ones torch computes (tests/unit/test_export_speedup.py compares them;
 tests/integration/test_pristine_export.py, every program of a recipe byte-identical with and
 without). Each part installs only on the code it was written against, checked by its digest,
-and none at all in a pristine run (hil.recipes.speedups).
+and none at all in a pristine run (hil.speedups.switch).
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ from typing import Any
 import torch
 from torch._ops import OperatorBase
 
-from hil.recipes import cia_override
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups import cia_override
+from hil.speedups.patch_once import Part, Patch
 
 _state = threading.local()
-OVERRIDE_PARTS = (  # what hil.recipes.cia_override replaces and reads in torch.export
+OVERRIDE_PARTS = (  # what hil.speedups.cia_override replaces and reads in torch.export
     "_override_composite_implicit_decomp",
     "_AUTOGRAD_ALIAS_BACKEND_KEYS_TO_OVERRIDE",
     "_BACKEND_KEYS_TO_OVERRIDE",
@@ -99,7 +99,7 @@ def _exported_program() -> Any:
     return exported_program
 
 
-# Each part with the digest of the torch 2.13.0 code it replaces (hil.recipes.speedups).
+# Each part with the digest of the torch 2.13.0 code it replaces (hil.speedups.switch).
 PARTS = (
     Part(
         "cia-collection-once",

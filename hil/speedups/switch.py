@@ -24,7 +24,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from hil.recipes import (
+from hil.speedups import (
     export_speedup,
     fx_code_reuse,
     fx_compile_cache,
@@ -35,9 +35,9 @@ from hil.recipes import (
     pass_placeholder,
     provenance_sharing,
 )
-from hil.recipes.patch_once import Part
+from hil.speedups.patch_once import Part
 
-log = logging.getLogger("hil.recipes.speedups")
+log = logging.getLogger("hil.speedups.switch")
 
 PRISTINE = "HIL_PRISTINE_EXPORT"
 LEFT_OUT = "HIL_SPEEDUPS_OFF"  # part names to leave out, comma-separated (bench/speedup_parts.py)

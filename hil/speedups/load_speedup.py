@@ -7,7 +7,7 @@ reference target's host program here (cProfile, 2026-12), paid on every deploy, 
 included. A schema class's hints never change, so the deserializer's module now sees a `typing`
 whose `get_type_hints` answers that one question from a table filled on first use; any other
 question, and every other name, is typing's own. Only on the deserializer it was written
-against (hil.recipes.speedups checks its code's digest).
+against (hil.speedups.switch checks its code's digest).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups.patch_once import Part, Patch
 
 
 class TypingWithSchemaHints:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups.patch_once import Part, Patch
 
 EXPECTED_ATTRIBUTES = frozenset(
     {"interpreter", "tracer", "fake_tensor_mode", "_initialized", "node_debug_str"}

@@ -29,7 +29,7 @@ from typing import Any
 
 from torch.fx import graph as fx_graph
 
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups.patch_once import Part, Patch
 
 SWITCHES = ("FX_GRAPH_SHOW_STRIDE", "FX_GRAPH_SHOW_DEVICE", "FX_GRAPH_SHOW_META")
 KEPT = "_hil_made_source"  # the graph's attribute holding its last source and what made it

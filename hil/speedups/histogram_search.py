@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from hil.arrays import Array
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups.patch_once import Part, Patch
 
 STEP = 1e-5  # torchao's granularity, of the histogram's mass
 STEPS = 100_100  # more than either bound takes to cross the whole mass (1 / STEP)

@@ -32,7 +32,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any
 
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups.patch_once import Part, Patch
 
 # The programs the current edge generation's passes made: only those are known functional.
 _made: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(

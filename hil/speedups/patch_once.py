@@ -1,5 +1,5 @@
 """A change to torch or ExecuTorch, made once per process and only where it fits, and the
-shipped code it was written against (hil.recipes.speedups lists them all)."""
+shipped code it was written against (hil.speedups.switch lists them all)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from hil.recipes.patch_once import Part, Patch
+from hil.speedups.patch_once import Part, Patch
 
 
 def _passes() -> dict[str, Any]:
