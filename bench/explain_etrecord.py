@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from hil.case import Case
+from hil.export.lowering import recording_etrecord
 from hil.recipes import make_recipe
-from hil.recipes.lowering import recording_etrecord
 
 REPEATS = 3
 

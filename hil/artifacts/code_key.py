@@ -6,8 +6,8 @@ module through import statements (at module level and inside functions alike), e
 by its syntax tree without docstrings or comments (hil.artifacts.fingerprint.source_digest):
 a docstring edit keeps every key, a changed constant three imports away changes it.
 
-Only what is named is followed: `from hil.recipes import arm_quantized` reaches
-`hil.recipes.arm_quantized`, and `hil.recipes` itself only for a name defined in its
+Only what is named is followed: `from hil.reference import arm_quantized` reaches
+`hil.reference.arm_quantized`, and `hil.reference` itself only for a name defined in its
 `__init__`; a package's `__init__` that merely runs on the way (hil/__init__.py, which lists
 the library's API) is not part of an export's code.
 """

@@ -47,7 +47,7 @@ class VelaSummary:
 @dataclass(frozen=True)
 class OutputSensitivity:
     """How far one output of the quantized model moves when its rounding ties break the other
-    way (hil.recipes.rounding), in its own steps: the largest over the seeded runs."""
+    way (hil.reference.rounding), in its own steps: the largest over the seeded runs."""
 
     max_steps: float  # largest |perturbed - reference| over elements and runs
     off_fraction: float  # largest share of elements moved by half a step or more, over runs

@@ -52,7 +52,7 @@ class ExportProduct:
     target can be compared with both eager fp32 and the model it was actually compiled from.
     `quantized_ops` counts the quantizers acting on activations (0: the quantizer left the model
     in float; None: not a quantized recipe) and `sensitivity` is each output's rounding
-    sensitivity (hil.recipes.rounding), which the target check's step limit includes.
+    sensitivity (hil.reference.rounding), which the target check's step limit includes.
     `details` carries recipe facts for reports (delegated operators, Vela numbers, ...).
     Side files are written by the recipe straight into the work folder it was given.
     """
@@ -79,7 +79,7 @@ class Artifact:
     details: Mapping[str, Any]
     export_seconds: float
     quantized_ops: int | None = None  # activation quantizers (0: left in float; None: fp32)
-    sensitivity: tuple[OutputSensitivity | None, ...] = ()  # per output (hil.recipes.rounding)
+    sensitivity: tuple[OutputSensitivity | None, ...] = ()  # per output (hil.reference.rounding)
     exported_now: bool = False  # built in this process (a cold export)
     rebuilt_because: str | None = None  # set when a corrupt entry was replaced
     meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))

@@ -41,7 +41,7 @@ import torch
 
 from hil.devices import DeviceSpec, RecipeSpec
 from hil.executorch_ops.calls import PipelineCall
-from hil.recipes import transform_passes
+from hil.export import transform_passes
 from hil.tolerance_override import ToleranceOverride
 
 INT_RECIPES = ("ethos-u", "cortex-m", "xnnpack-int8")

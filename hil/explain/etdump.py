@@ -3,7 +3,7 @@ ETDump and a debug buffer on the in-process runtime, and the Inspector's pairing
 runtime output with the reference's value for it (`Inspector.calculate_numeric_gap`).
 
 What each needs: the ETRecord (from `to_edge_transform_and_lower(generate_etrecord=True)`,
-here through hil.recipes.lowering.recording_etrecord) with representative inputs, which the
+here through hil.export.lowering.recording_etrecord) with representative inputs, which the
 Inspector runs the reference program on; the ETDump and debug buffer
 (`Runtime.load_program(enable_etdump=True, debug_buffer_size=N)`, then
 `write_etdump_result_to_file`) from a run on the same inputs.
@@ -24,8 +24,8 @@ import torch
 from hil.artifacts.pte_program import Program, read_program
 from hil.case import BuiltCase
 from hil.errors import ExplainError, ProgramUnreadable
+from hil.export.lowering import recording_etrecord
 from hil.recipes.base import Recipe
-from hil.recipes.lowering import recording_etrecord
 from hil.runner.driver import DeviceTrace
 
 log = logging.getLogger("hil.explain.etdump")
@@ -83,7 +83,7 @@ def record(built: BuiltCase, recipe: Recipe, workdir: Path, program: Program) ->
     if not path.is_file():
         raise ExplainError(
             f"recipe {recipe.name!r} wrote no ETRecord: it does not lower through "
-            "hil.recipes.lowering.lower_to_pte",
+            "hil.export.lowering.lower_to_pte",
             fix="lower the recipe with lower_to_pte so hil.explain can record the program",
         )
     again = export_dir / "model.pte"

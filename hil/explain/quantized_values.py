@@ -1,7 +1,7 @@
 """The quantized PyTorch model an Ethos-U artifact was lowered from, and its value at every node.
 
 The ethos-u recipe lowers the quantized program exactly as the quantized-model store keeps it
-(hil.recipes.quantized). The explainer needs that very program twice: to learn which of its
+(hil.reference.quantized). The explainer needs that very program twice: to learn which of its
 nodes each TOSA operator came from (hil.explain.tosa_origins), and as the reference for each
 TOSA tensor. It is looked up in the store first; when the store no longer has it (an export
 without a shared store keeps it only while exporting) it is quantized again, and used only when
@@ -198,7 +198,7 @@ def quantized_program(
 def _quantize_again(built: BuiltCase, artifact: Artifact, key: str, workdir: Path) -> Any:
     from hil.recipes import make_recipe
     from hil.recipes.ethos_u import EthosURecipe
-    from hil.recipes.quantized import QuantizedStore
+    from hil.reference.quantized import QuantizedStore
 
     options = dict(artifact.meta.get("material", {}).get("options", {}))
     recipe = make_recipe("ethos-u", options)

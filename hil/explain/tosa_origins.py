@@ -5,7 +5,7 @@ produced it (`tosa_rescale_default_3`), which says little about the model. In it
 (`ArmCompileSpec.DebugMode.TOSA`) it also writes, into each operator's location field, that
 node's provenance: the chain of `from_node` records back through every pass, decomposition and
 `ExportedProgram.module()` copy to the node of the program that was lowered, which for the
-ethos-u recipe is the quantized PyTorch model (hil.recipes.quantized). The .pte is compiled
+ethos-u recipe is the quantized PyTorch model (hil.reference.quantized). The .pte is compiled
 without debug mode, so the explainer lowers the same quantized program again, in debug mode,
 to TOSA only (the TOSA partitioner with the Ethos-U compile spec's TOSA settings: no Vela), and
 uses the result only when it has the artifact's operators in the artifact's order (same
@@ -24,7 +24,7 @@ from hil.artifacts.tosa_graph import TosaGraph
 from hil.capture import captured_output
 from hil.errors import ExplainError
 from hil.explain.tosa_run import read_graph
-from hil.recipes.stages import brief
+from hil.export.stages import brief
 
 ORIGIN_PASS = "ExportedProgram.module()"  # the copy of the lowered program's own graph
 

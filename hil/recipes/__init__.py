@@ -1,4 +1,7 @@
-"""PyTorch -> .pte recipes, one per backend configuration, looked up by name."""
+"""PyTorch -> .pte recipes, one per backend configuration, looked up by name: what a backend
+does to a model. The steps they share with the reference are in hil/export/, the quantized model
+they lower (and the verdict compares with) in hil/reference/, hil's run-time changes to torch and
+ExecuTorch in hil/speedups/."""
 
 from __future__ import annotations
 

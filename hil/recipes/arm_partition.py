@@ -25,9 +25,9 @@ from hil.artifacts.partition import Fallback, PartitionReport
 from hil.capture import captured_output
 from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
 from hil.ethos_u.macs import graph_macs, op_name
+from hil.export.lowering import exporter_step
+from hil.export.stages import brief, failing_stage
 from hil.recipes.host_program import delegate_calls, is_delegate_call, lowered_module_of
-from hil.recipes.lowering import exporter_step
-from hil.recipes.stages import brief, failing_stage
 
 QDQ = (
     "quantized_decomposed.quantize_per_tensor",

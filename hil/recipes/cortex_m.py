@@ -33,12 +33,12 @@ from hil.case import BuiltCase
 from hil.compat.cortex_m import edge_compile_config, quantizer
 from hil.errors import UsageError
 from hil.ethos_u.macs import graph_macs, op_name
+from hil.export.lowering import exporter_step
 from hil.recipes.arm_partition import compute_nodes, missing_cpu_kernels
 from hil.recipes.base import Recipe
 from hil.recipes.host_program import host_program as make_host_program
 from hil.recipes.host_program import save_host_program
-from hil.recipes.lowering import exporter_step
-from hil.recipes.quantized import QuantizedModel, QuantizedStore
+from hil.reference.quantized import QuantizedModel, QuantizedStore
 from hil.verdict.tolerances import StepAllowance
 
 CPUS = (

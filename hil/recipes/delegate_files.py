@@ -23,7 +23,7 @@ from hil.capture import captured_output
 from hil.compat.vela import command_stream
 from hil.errors import ExportError
 from hil.ethos_u.vela import read_summary
-from hil.recipes.lowering import exporter_step
+from hil.export.lowering import exporter_step
 
 TOSA_FILE = "out.tosa"  # the name ExecuTorch's vela_compile gives the graph it hands to Vela
 

@@ -43,7 +43,7 @@ from hil.ethos_u.vela import (
     mac_utilization,
     macs_per_cycle,
 )
-from hil.recipes import arm_quantized, transform_passes
+from hil.export import transform_passes
 from hil.recipes.arm_partition import (
     lower_logged,
     lowered_modules,
@@ -54,7 +54,8 @@ from hil.recipes.arm_partition import (
 from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
 from hil.recipes.host_program import host_program, save_host_program
-from hil.recipes.quantized import QuantizedModel
+from hil.reference import arm_quantized
+from hil.reference.quantized import QuantizedModel
 
 DELEGATES = "delegates"
 # Vela flags the recipe sets from its options; extra_flags may not repeat them.

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
+from hil.export.lowering import export_program, lower_to_pte
 from hil.recipes.base import Recipe
-from hil.recipes.lowering import export_program, lower_to_pte
 
 
 class PortableRecipe(Recipe):

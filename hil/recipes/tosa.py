@@ -25,12 +25,12 @@ from typing import Any
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
-from hil.recipes import transform_passes
+from hil.export import transform_passes
+from hil.export.lowering import export_program, exporter_step
 from hil.recipes.arm_partition import lowered_modules, partition_report, serialize_lowered
 from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import host_program, save_host_program
-from hil.recipes.lowering import export_program, exporter_step
 
 DELEGATES = "delegates"
 BACKEND = "TOSA"

@@ -36,7 +36,8 @@ from typing import Any
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import ExportError, UsageError
-from hil.recipes import arm_quantized, transform_passes
+from hil.export import transform_passes
+from hil.export.lowering import export_program, exporter_step
 from hil.recipes.arm_partition import (
     lower_logged,
     lowered_modules,
@@ -47,8 +48,8 @@ from hil.recipes.arm_partition import (
 from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE, candidate_dumps, delegation_tag
 from hil.recipes.host_program import host_program, save_host_program
-from hil.recipes.lowering import export_program, exporter_step
-from hil.recipes.quantized import QuantizedModel
+from hil.reference import arm_quantized
+from hil.reference.quantized import QuantizedModel
 from hil.vgf import environment
 
 DELEGATES = "delegates"

@@ -13,9 +13,9 @@ import torch
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
+from hil.export.lowering import export_program, lower_to_pte
 from hil.recipes.base import Recipe
-from hil.recipes.lowering import export_program, lower_to_pte
-from hil.recipes.quantized import QuantizedStore
+from hil.reference.quantized import QuantizedStore
 from hil.verdict.tolerances import StepAllowance
 
 

@@ -27,9 +27,9 @@ from hil.errors import (
     ResourceExhausted,
     resource_exhaustion,
 )
+from hil.export.lowering import reference_tensors, run_reference
 from hil.progress import Progress, heartbeat
 from hil.recipes import Recipe
-from hil.recipes.lowering import reference_tensors, run_reference
 from hil.speedups import switch as speedups
 from hil.threads import one_thread
 from hil.timing import timed_runs

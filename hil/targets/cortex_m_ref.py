@@ -23,9 +23,9 @@ from hil.call import fresh
 from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
+from hil.export.lowering import flatten_outputs
 from hil.recipes.cortex_m import channels_last
 from hil.recipes.host_program import load_host_program
-from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Capabilities, Deployment, RunResult, Target
 
 

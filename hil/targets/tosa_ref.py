@@ -33,9 +33,9 @@ from hil.case import Inputs
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, HilError, RunRefused, TargetUnavailable
 from hil.ethos_u.tosa_delegate import OP, TosaRunner
+from hil.export.lowering import flatten_outputs
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import load_host_program
-from hil.recipes.lowering import flatten_outputs
 from hil.targets.base import Capabilities, Deployment, RunResult, Target
 
 # Programs held loaded at once (least recently used let go): a case deploys its program and

@@ -44,7 +44,7 @@ from hil.ethos_u.tosa_delegate import (
     run_reference_model,
     to_tosa_layout,
 )
-from hil.recipes.lowering import flatten_outputs
+from hil.export.lowering import flatten_outputs
 from hil.targets.base import Capabilities, Deployment, RunResult
 from hil.targets.tosa_ref import LoadedProgram, TosaRefTarget, run_host_program
 from hil.vgf import environment

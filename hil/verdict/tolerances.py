@@ -8,7 +8,7 @@ Two questions, two kinds of limit (ARCHITECTURE.md, "The verdict"):
   steps: the larger of the backend's allowance (how far its kernels may round differently on
   one operator, measured on the operator rows) and the model's rounding sensitivity (how far
   its outputs move when ties break the other way at every layer, measured per model at export:
-  hil.recipes.rounding).
+  hil.reference.rounding).
 * Is the quantization good enough? The quantized model against eager, per output: SQNR and
   cosine with defaults near healthy int8, and top-1 for classifiers.
 

@@ -77,8 +77,8 @@ def test_a_forced_quantized_store_collision_is_caught(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr("hil.recipes.quantized.store_key", lambda *args: "blind")
-    caplog.set_level(logging.WARNING, logger="hil.recipes.quantized")
+    monkeypatch.setattr("hil.reference.quantized.store_key", lambda *args: "blind")
+    caplog.set_level(logging.WARNING, logger="hil.reference.quantized")
     with session_on(repo_devices, tmp_path / "cache", tmp_path / "results") as session:
         relu = session.check(RELU, "host", "xnnpack-int8")
         tanh = session.check(TANH, "host", "xnnpack-int8")

@@ -44,7 +44,7 @@ def test_failed_export_without_files_keeps_nothing(tmp_path: Path) -> None:
 
 def exhausting(error: BaseException):  # type: ignore[no-untyped-def]
     def build(workdir: Path) -> ExportProduct:
-        from hil.recipes.lowering import exporter_step
+        from hil.export.lowering import exporter_step
 
         def step() -> None:
             raise error

@@ -30,7 +30,7 @@ def edit(root: Path, module: str, old: str, new: str) -> None:
 
 def test_the_closure_follows_imports_a_recipe_only_reaches_through_others(scratch: Path) -> None:
     found = closure(RECIPE, scratch)
-    assert "hil.recipes.lowering" in found  # imported by the recipe
+    assert "hil.export.lowering" in found  # imported by the recipe
     assert "hil.verdict.tolerances" in found  # recipe -> hil.recipes.base -> tolerances
     assert "hil.settings.serial" in found  # ... -> hil.case -> hil.devices -> hil.settings
     assert "hil.plugin.options" not in found and "hil.api" not in found  # not an export's
@@ -38,7 +38,7 @@ def test_the_closure_follows_imports_a_recipe_only_reaches_through_others(scratc
 
 def test_a_docstring_or_comment_edit_keeps_the_key(scratch: Path) -> None:
     before = code_key(RECIPE, scratch)
-    edit(scratch, "hil.recipes.lowering", '"""', '"""An edited docstring. ')
+    edit(scratch, "hil.export.lowering", '"""', '"""An edited docstring. ')
     edit(
         scratch,
         "hil.verdict.tolerances",

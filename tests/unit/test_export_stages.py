@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hil.recipes.stages import failing_stage
+from hil.export.stages import failing_stage
 
 meandim = pytest.importorskip("executorch.backends.arm._passes.decompose_meandim_pass")
 BACKEND = "/venv/site-packages/executorch/backends/arm/ethosu/backend.py"

@@ -32,6 +32,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("verdict",),  # judges facts: outputs, budgets, divergence records
     ("ethos_u", "vgf"),  # the Arm backends' own tools (Vela, TOSA reference, ML SDK)
     ("speedups",),  # hil's run-time changes to torch and ExecuTorch: declared, switchable
+    ("export",),  # torch.export, PT2E, serialization: steps the reference and recipes share
+    ("reference",),  # what the verdict compares with: the quantized model, its rounding
     ("recipes",),  # PyTorch -> .pte
     ("runner",),  # the wire protocol to the on-device runner
     ("sdk",),  # building the runner and ExecuTorch for a board

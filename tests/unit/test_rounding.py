@@ -8,9 +8,9 @@ import torch
 from torch import nn
 
 from hil.case import Case
-from hil.recipes import rounding
-from hil.recipes.lowering import output_scales, run_reference
-from hil.recipes.quantized import prepare
+from hil.export.lowering import output_scales, run_reference
+from hil.reference import rounding
+from hil.reference.quantized import prepare
 
 
 def quantized(model: nn.Module, *inputs: torch.Tensor) -> torch.fx.GraphModule:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hil.errors import UsageError
-from hil.recipes import make_recipe, transform_passes
+from hil.export import transform_passes
+from hil.recipes import make_recipe
 from hil.recipes.tosa import TosaFpRecipe
 
 

@@ -19,7 +19,7 @@ from hil.arrays import Array, to_array
 from hil.call import fresh
 from hil.case import BuiltCase, Inputs
 from hil.errors import ExportError, ResourceExhausted, resource_exhaustion
-from hil.recipes.stages import brief
+from hil.export.stages import brief
 
 T = TypeVar("T")
 

@@ -176,7 +176,7 @@ def sensitivity(
     output_steps: Sequence[float | None],
 ) -> tuple[OutputSensitivity | None, ...]:
     """Each output's movement over RUNS tie-broken runs (None for outputs without a step)."""
-    from hil.recipes.lowering import flatten_outputs
+    from hil.export.lowering import flatten_outputs
 
     generator = torch.Generator().manual_seed(SEED)
     moved: list[list[Array]] = [[] for _ in reference]

@@ -18,8 +18,8 @@ from typing import Any
 
 from hil.case import BuiltCase
 from hil.errors import UsageError
-from hil.recipes import transform_passes
-from hil.recipes.quantized import QuantizedModel, QuantizedStore
+from hil.export import transform_passes
+from hil.reference.quantized import QuantizedModel, QuantizedStore
 from hil.verdict.tolerances import StepAllowance
 
 OPTION_DEFAULTS: Mapping[str, Any] = MappingProxyType(

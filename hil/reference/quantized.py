@@ -12,7 +12,7 @@ the quantizer makes (a U55-only decomposition, another softmax lowering) gives a
 Beside the program the store keeps what the verdict needs from the quantized model: its outputs
 on the case's inputs (the target check's reference: the converted model itself, the same for
 every recipe, never adjusted to what one lowering computes), each output's step, and its
-rounding sensitivity (hil.recipes.rounding), all computed once per entry.
+rounding sensitivity (hil.reference.rounding), all computed once per entry.
 
 Entries live in `<cache root>/shared/quantized/<key>/` (program.pt2, reference.npz, meta.json),
 built in a private folder and renamed into place under a file lock, like the artifact cache.
@@ -46,18 +46,18 @@ from hil.artifacts.probe import difference_key, read_probe, served_collision, wr
 from hil.call import fresh
 from hil.case import BuiltCase
 from hil.errors import CacheError, ExportError
-from hil.locks import file_lock
-from hil.recipes import rounding
-from hil.recipes.lowering import (
+from hil.export.lowering import (
     export_flat,
     export_program,
     exporter_step,
     output_scales,
     run_reference,
 )
+from hil.locks import file_lock
+from hil.reference import rounding
 from hil.speedups import switch as speedups
 
-log = logging.getLogger("hil.recipes.quantized")
+log = logging.getLogger("hil.reference.quantized")
 
 FORMAT = 2
 
@@ -165,9 +165,9 @@ def prepared_fingerprint(prepared: torch.fx.GraphModule) -> str:
 
 # how hil calibrates, runs and measures the model: the sensitivity is stored in the entry too
 CODE_MODULES = (
-    "hil.recipes.quantized",
-    "hil.recipes.lowering",
-    "hil.recipes.rounding",
+    "hil.reference.quantized",
+    "hil.export.lowering",
+    "hil.reference.rounding",
     "hil.call",
 )
 
