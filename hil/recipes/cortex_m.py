@@ -143,13 +143,9 @@ class CortexMRecipe(Recipe):
         report = dataclasses.replace(
             report, pte_bytes=len(pte), missing_kernels=missing_cpu_kernels(pte)
         )
-        return ExportProduct(
-            pte=pte,
-            output_scales=model.output_scales,
-            quantized_reference=model.reference,
-            quantized_ops=model.quantized_ops,
-            sensitivity=model.sensitivity,
-            details={
+        return model.product(
+            pte,
+            {
                 "cortex_m": {
                     "cpu": self.options["cpu"],
                     "cmsis_nn_backend": target.backend.name,

@@ -185,13 +185,9 @@ class EthosURecipe(Recipe):
         save_host_program(host_program(program, lambda i, _: names[i]), workdir)
         pte, report = serialize_lowered(case, edge, report)
         shutil.rmtree(dump, ignore_errors=True)  # each delegate's folder holds its own copy
-        return ExportProduct(
-            pte=pte,
-            output_scales=model.output_scales,
-            quantized_reference=model.reference,
-            quantized_ops=model.quantized_ops,
-            sensitivity=model.sensitivity,
-            details=self._details(spec, names, lowered, summaries, report, model, workdir),
+        return model.product(
+            pte,
+            self._details(spec, names, lowered, summaries, report, model, workdir),
         )
 
     def _lower(self, case: str, model: QuantizedModel, dump: Path, workdir: Path) -> Any:

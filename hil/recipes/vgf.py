@@ -135,13 +135,9 @@ class VgfLowering(Recipe):
         }
         if model is None:
             return ExportProduct(pte=pte, details=details)
-        return ExportProduct(
-            pte=pte,
-            output_scales=model.output_scales,
-            quantized_reference=model.reference,
-            quantized_ops=model.quantized_ops,
-            sensitivity=model.sensitivity,
-            details=details,
+        return model.product(
+            pte,
+            details,
         )
 
 

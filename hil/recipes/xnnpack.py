@@ -154,11 +154,7 @@ class XnnpackInt8Recipe(Recipe):
         if self.shared_dir is None:
             shutil.rmtree(root, ignore_errors=True)
         pte = lower_to_pte(built.case.name, model.program, [_partitioner()])
-        return ExportProduct(
-            pte=pte,
-            output_scales=model.output_scales,
-            quantized_reference=model.reference,
-            quantized_ops=model.quantized_ops,
-            sensitivity=model.sensitivity,
-            details={**delegation_details(pte), "quantized_model": model.key[:16]},
+        return model.product(
+            pte,
+            {**delegation_details(pte), "quantized_model": model.key[:16]},
         )

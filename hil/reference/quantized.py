@@ -43,6 +43,7 @@ from hil.artifacts.fingerprint import module_source_digest, tensor_fingerprint
 from hil.artifacts.keys import key_of
 from hil.artifacts.parts import OutputSensitivity
 from hil.artifacts.probe import difference_key, read_probe, served_collision, write_probe
+from hil.artifacts.store import ExportProduct
 from hil.call import fresh
 from hil.case import BuiltCase
 from hil.errors import CacheError, ExportError
@@ -73,6 +74,18 @@ class QuantizedModel:
     reused: bool  # True when another recipe (or an earlier run) built it
     quantized_ops: int = 0  # quantizers acting on activations (0: the model stayed float)
     sensitivity: tuple[OutputSensitivity | None, ...] = ()
+
+    def product(self, pte: bytes, details: Mapping[str, Any]) -> ExportProduct:
+        """A program lowered from this model, with the model's facts the verdict needs (its
+        outputs, output steps, quantizers and rounding sensitivity) beside it."""
+        return ExportProduct(
+            pte=pte,
+            output_scales=self.output_scales,
+            quantized_reference=self.reference,
+            quantized_ops=self.quantized_ops,
+            sensitivity=self.sensitivity,
+            details=details,
+        )
 
 
 def prepare(built: BuiltCase, quantizer: Any) -> torch.fx.GraphModule:

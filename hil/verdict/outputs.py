@@ -85,6 +85,34 @@ def _observed(metrics: OutputMetrics) -> dict[str, float | None]:
     return {k: v for k, v in metrics.__dict__.items() if v is not None and k not in left_out}
 
 
+def _output_check(
+    question: Question,
+    index: int,
+    metrics: OutputMetrics,
+    tolerance: Tolerance,
+    rules: CaseRules,
+    reference: str,
+    top1: tuple[Array, Array, float | Array] | None,
+) -> Check:
+    """One output judged within `tolerance`. `top1` (reference, output, margin: one, or one
+    per row): a classifier's first output, whose argmax must agree as well (a near-tie within
+    the margin is no disagreement)."""
+    observed = _observed(metrics)
+    limits = list(tolerance.limits)
+    if top1 is not None:
+        observed["top1_agreement"] = top1_agreement(*top1)
+        limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
+    return _judge_output(
+        question,
+        f"output {index}",
+        metrics,
+        observed,
+        limits,
+        reference=reference,
+        basis=tolerance.basis,
+    )
+
+
 def _judge_output(
     question: Question,
     subject: str,
@@ -194,21 +222,9 @@ def _float_check(
     metrics = measure(ref, out)
     precision = precision or ("fp16" if ref.dtype == np.float16 else "fp32")
     tolerance = tolerances.float_target(metrics.peak, precision, rules.override)
-    observed = _observed(metrics)
-    limits = list(tolerance.limits)
-    if rules.classifier and index == 0 and _is_float(ref):
-        margin = 2.0 * (tolerance.max_abs or 0.0)
-        observed["top1_agreement"] = top1_agreement(ref, out, margin)
-        limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
-    return _judge_output(
-        Question.TARGET,
-        f"output {index}",
-        metrics,
-        observed,
-        limits,
-        reference=against,
-        basis=tolerance.basis,
-    )
+    classify = rules.classifier and index == 0 and _is_float(ref)
+    top1 = (ref, out, 2.0 * (tolerance.max_abs or 0.0)) if classify else None
+    return _output_check(Question.TARGET, index, metrics, tolerance, rules, against, top1)
 
 
 def _quantized_check(
@@ -229,21 +245,9 @@ def _quantized_check(
     sensitivity = facts.sensitivity_of(index) if facts.step(index) else None
     allowance = facts.allowance or tolerances.DEFAULT_ALLOWANCE
     tolerance = tolerances.quantized_target(allowance, sensitivity, origin, rules.override)
-    observed = _observed(metrics)
-    limits = list(tolerance.limits)
-    if rules.classifier and index == 0:
-        margin = 2.0 * (tolerance.get("max_steps") or 0.0) * step
-        observed["top1_agreement"] = top1_agreement(ref, out, margin)
-        limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
-    return _judge_output(
-        Question.TARGET,
-        f"output {index}",
-        metrics,
-        observed,
-        limits,
-        reference=QUANTIZED,
-        basis=tolerance.basis,
-    )
+    margin = 2.0 * (tolerance.get("max_steps") or 0.0) * step
+    top1 = (ref, out, margin) if rules.classifier and index == 0 else None
+    return _output_check(Question.TARGET, index, metrics, tolerance, rules, QUANTIZED, top1)
 
 
 def quantization_checks(
@@ -311,8 +315,6 @@ def _quantization_check(
             reference=EAGER,
         )
     metrics = measure(e, q)
-    observed = _observed(metrics)
-    limits = list(tolerance.limits)
     if unheld:
         tolerance = replace(
             tolerance,
@@ -328,25 +330,16 @@ def _quantization_check(
         return judged(
             Question.QUANTIZATION,
             f"output {index}",
-            observed,
+            _observed(metrics),
             [Limit("max_abs", "<=", step)],
             reference=EAGER,
             basis=f"eager's peak {metrics.peak:.3g} is within one output step "
             f"({step:.3g}): the quantized model must be within that step",
         )
+    top1 = None
     if rules.classifier and index == 0:
-        margin = quantization_margin(*whole, facts.step(0))
-        observed["top1_agreement"] = top1_agreement(*whole, margin)
-        limits.append(Limit("top1_agreement", ">=", tolerances.min_top1(rules.override)))
-    return _judge_output(
-        Question.QUANTIZATION,
-        f"output {index}",
-        metrics,
-        observed,
-        limits,
-        reference=EAGER,
-        basis=tolerance.basis,
-    )
+        top1 = (whole[0], whole[1], quantization_margin(*whole, facts.step(0)))
+    return _output_check(Question.QUANTIZATION, index, metrics, tolerance, rules, EAGER, top1)
 
 
 def _finite_in_eager(e: Array, q: Array) -> tuple[Array, Array, int]:
