@@ -58,7 +58,7 @@ def lowered_reference(
         and artifact.recipe in THIS_RUNTIME_RECIPES
     ):
         try:
-            made = run_on_this_runtime(artifact.pte_path, inputs)
+            made = run_on_this_runtime(artifact, inputs)
         except HilError as e:
             return Lowered(unavailable=f"its reference could not be run: {e.message}")
         return Lowered(made, source=THIS_RUNTIME, allowance=spec.device_allowance)

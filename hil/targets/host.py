@@ -37,11 +37,44 @@ from hil.timing import timed_runs
 HELD_PROGRAMS = 8
 
 
+class HeldPrograms:
+    """Programs loaded in this process's ExecuTorch runtime, each with its forward method, by
+    sha256; the least recently used is let go beyond HELD_PROGRAMS."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[Any, Any]] = {}
+
+    def held(self, sha256: str) -> Any:
+        """The method of a program loaded by `method` (and not let go since)."""
+        return self._held[sha256][1]
+
+    def method(self, sha256: str, pte_path: Path) -> Any:
+        """The program's method, loaded now unless it is held (RuntimeError: the runtime's
+        refusal, for the caller to name)."""
+        if sha256 in self._held:
+            self._held[sha256] = self._held.pop(sha256)  # the most recent now
+            return self._held[sha256][1]
+        while len(self._held) >= HELD_PROGRAMS:
+            del self._held[next(iter(self._held))]
+        from executorch.runtime import Runtime
+
+        program = Runtime.get().load_program(pte_path)
+        self._held[sha256] = (program, program.load_method("forward"))
+        return self._held[sha256][1]
+
+    def clear(self) -> None:
+        self._held.clear()
+
+
+# the programs run_on_this_runtime judged devices against (a runner device's checks of one
+# model share its program)
+_REFERENCE_PROGRAMS = HeldPrograms()
+
+
 class HostTarget(Target):
     """Loads each program once (keyed by its sha256) and keeps its method for later cases."""
 
-    _runtime: Any
-    _methods: dict[str, Any]
+    _programs: HeldPrograms
     _threads: int
 
     def _provision(self) -> None:
@@ -52,8 +85,8 @@ class HostTarget(Target):
                 f"the ExecuTorch runtime cannot be imported: {e}",
                 fix="install executorch>=1.4 (make suites does this)",
             ) from e
-        self._runtime = Runtime.get()
-        self._methods = {}
+        Runtime.get()
+        self._programs = HeldPrograms()
         settings = self.spec.settings
         self._threads = settings.threads if isinstance(settings, HostSettings) else 1
         from executorch.extension.pybindings import portable_lib
@@ -61,14 +94,8 @@ class HostTarget(Target):
         portable_lib._unsafe_reset_threadpool(self._threads)
 
     def _deploy(self, artifact: Artifact) -> Deployment:
-        if artifact.sha256 in self._methods:
-            self._methods[artifact.sha256] = self._methods.pop(artifact.sha256)  # most recent
-            return Deployment(artifact.sha256)
-        while len(self._methods) >= HELD_PROGRAMS:
-            del self._methods[next(iter(self._methods))]  # the least recently used
         try:
-            program = self._runtime.load_program(artifact.pte_path)
-            method = program.load_method("forward")
+            self._programs.method(artifact.sha256, artifact.pte_path)
         except RuntimeError as e:
             if "Missing operator" in str(e) or "missing operator" in str(e).lower():
                 raise MissingKernel(
@@ -82,11 +109,10 @@ class HostTarget(Target):
                 fix="delete the cache entry to re-export, or check the recipe's backend is "
                 "registered in this runtime",
             ) from e
-        self._methods[artifact.sha256] = (program, method)
         return Deployment(artifact.sha256)  # in this process: nothing crosses a link
 
     def _run(self, deployment: Deployment, inputs: Inputs, policy: TimingPolicy) -> RunResult:
-        _, method = self._methods[deployment.sha256]
+        method = self._programs.held(deployment.sha256)  # loaded by its deploy, just before
         values = list(fresh(inputs))  # a program that writes its inputs writes these copies
 
         def once() -> Any:
@@ -120,16 +146,15 @@ class HostTarget(Target):
         )
 
     def _teardown(self) -> None:
-        self._methods.clear()
+        self._programs.clear()
 
 
-def run_on_this_runtime(pte_path: Path, inputs: Inputs) -> tuple[Array, ...]:
+def run_on_this_runtime(artifact: Artifact, inputs: Inputs) -> tuple[Array, ...]:
     """The program on this process's ExecuTorch runtime, once, on one thread: the reference a
     runner device's outputs are judged against where its device file gives an allowance."""
+    pte_path = artifact.pte_path
     try:
-        from executorch.runtime import Runtime
-
-        method = Runtime.get().load_program(pte_path).load_method("forward")
+        method = _REFERENCE_PROGRAMS.method(artifact.sha256, pte_path)
         with intra_op_threads(1):
             outputs = method.execute(list(fresh(inputs)))
     except (ImportError, RuntimeError) as e:
