@@ -27,6 +27,7 @@ import torch
 
 from hil.arrays import Array, to_array
 from hil.artifacts.partition import PartitionReport
+from hil.artifacts.parts import TosaGraphPart
 from hil.artifacts.store import Artifact
 from hil.call import fresh
 from hil.case import Inputs
@@ -207,15 +208,29 @@ def run_lowered(module: Any, graphs: Mapping[str, bytes], inputs: Inputs) -> tup
 
 def lowered_of(artifact: Artifact, inputs: Inputs) -> tuple[Array, ...]:
     """The lowered reference made from the artifact's side files (a target that holds the
-    program otherwise: an FVP's or a board's runner)."""
-    return run_lowered(load_host_program(artifact.folder), tosa_graphs(artifact), inputs)
+    program otherwise: an FVP's or a board's runner), loaded once for the checks of a model."""
+    module, graphs = _side_files(artifact.folder, artifact.sha256, artifact.parts.tosa_graphs)
+    return run_lowered(module, graphs, inputs)
+
+
+@functools.lru_cache(maxsize=HELD_PROGRAMS)
+def _side_files(
+    folder: Path, sha256: str, graphs: tuple[TosaGraphPart, ...]
+) -> tuple[Any, Mapping[str, bytes]]:
+    """The host program and TOSA graphs of the artifact `sha256` names (part of the key: a
+    re-export in the same folder is loaded afresh)."""
+    return load_host_program(folder), _graphs(folder, graphs)
 
 
 def tosa_graphs(artifact: Artifact) -> dict[str, bytes]:
     """Each TOSA delegate's graph, by name, verified against the export's record."""
+    return _graphs(artifact.folder, artifact.parts.tosa_graphs)
+
+
+def _graphs(folder: Path, graphs: tuple[TosaGraphPart, ...]) -> dict[str, bytes]:
     return {
-        graph.name: tosa_graph(artifact.folder / graph.folder / TOSA_FILE, graph.tosa_sha256)
-        for graph in artifact.parts.tosa_graphs
+        graph.name: tosa_graph(folder / graph.folder / TOSA_FILE, graph.tosa_sha256)
+        for graph in graphs
     }
 
 
