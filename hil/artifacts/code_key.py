@@ -3,7 +3,7 @@
 A recipe's module imports helpers, which import others; an edit anywhere along the way can
 change the .pte. So the key covers the closure of hil modules reachable from the recipe's
 module through import statements (at module level and inside functions alike), each hashed
-by its syntax tree without docstrings or comments (hil.artifacts.fingerprint.source_digest):
+by its syntax tree without docstrings or comments (hil.artifacts.source_digest):
 a docstring edit keeps every key, a changed constant three imports away changes it.
 
 Only what is named is followed: `from hil.reference import arm_quantized` reaches
@@ -19,7 +19,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-from hil.artifacts.fingerprint import source_digest
+from hil.artifacts.source_digest import source_digest
 
 PACKAGE = "hil"
 

@@ -29,27 +29,22 @@ asking for it.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import enum
 import functools
 import hashlib
-import importlib.metadata
 import inspect
-import json
 import sys
-import textwrap
 import types
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from hil.artifacts.libraries import library_of
-from hil.compat.versions import installed
+from hil.artifacts.source_digest import class_source_digest, module_source_digest, source_digest
 
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 MAX_DEPTH = 12  # config objects nest; deeper than this is a cycle or a runtime handle
@@ -74,51 +69,6 @@ def _module_internals() -> frozenset[str]:
         "_forward_hooks_with_kwargs",
         "_forward_pre_hooks_with_kwargs",
     }
-
-
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-def source_digest(source: str) -> str:
-    """sha256 of Python source as code: comments, docstrings and layout do not count."""
-    tree = _strip_docstrings(ast.parse(textwrap.dedent(source)))
-    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
-
-
-def module_source_digest(module_name: str) -> str:
-    """source_digest of an imported module's file (recipe code in cache keys)."""
-    module = sys.modules[module_name]
-    file = Path(inspect.getfile(module))
-    stat = file.stat()
-    return _file_source_digest(str(file), stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=256)
-def _file_source_digest(path: str, mtime_ns: int, size: int) -> str:
-    """Keyed by the file's stat too: an edited file is read again. A compiled module (an
-    extension's .so) counts by its bytes."""
-    if not path.endswith(".py"):
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    return source_digest(Path(path).read_text(encoding="utf-8"))
-
-
-@functools.cache
-def _class_source_digest(cls: type) -> str:
-    try:
-        return source_digest(inspect.getsource(cls))
-    except (OSError, TypeError, SyntaxError):
-        return "no source"  # defined where no source is kept; its methods' code still counts
 
 
 class _Walk:
@@ -291,7 +241,7 @@ class _Walk:
                 self.library_class(cls)
                 return
         self.put(f"class:{cls.__module__}.{cls.__qualname__}")
-        self.put(_class_source_digest(cls))
+        self.put(class_source_digest(cls))
         for base in cls.__mro__[1:]:
             self.cls(base)
         for name, member in sorted(vars(cls).items()):
@@ -447,24 +397,3 @@ def input_spec(inputs: Iterable[torch.Tensor]) -> list[str]:
     dim order counts: a channels-last input lowers to another program than the same values
     contiguous (the values' fingerprint reads them contiguous)."""
     return [f"{tuple(t.shape)}:{t.dtype}:{tuple(t.dim_order())}" for t in inputs]
-
-
-@functools.lru_cache(maxsize=1)
-def tool_versions() -> Mapping[str, str]:
-    """Versions of the tools that shape an export; part of every cache key and every report."""
-    versions: dict[str, str] = {"torch": str(torch.__version__)}
-    for dist in ("executorch", "ethos-u-vela", "tosa-tools", "torchao"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = "absent"
-    built_from = installed()
-    if built_from.source_checkout:  # a source build keeps its version across commits
-        versions["executorch_commit"] = str(built_from.executorch_commit)
-    return types.MappingProxyType(versions)
-
-
-def digest_of(material: Mapping[str, Any]) -> str:
-    """sha256 of a JSON-able mapping in canonical form."""
-    text = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()

@@ -2,23 +2,26 @@
 
 Every cached thing is keyed by the case material below plus what is its own (the model's
 fingerprint and the recipe for an artifact; the prepared graph and the quantizer for a
-quantized model). One function, so the two keys can never drift apart in what they cover.
+quantized model). One function, so the two keys can never drift apart in what they cover;
+the tool versions and the canonical digest every key is made with live here too.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.metadata
 import json
+import types
 from collections.abc import Mapping
 from typing import Any
 
-from hil.artifacts.fingerprint import (
-    digest_of,
-    input_spec,
-    module_source_digest,
-    tensors_fingerprint,
-    tool_versions,
-)
+import torch
+
+from hil.artifacts.fingerprint import input_spec, tensors_fingerprint
+from hil.artifacts.source_digest import module_source_digest
 from hil.case import BuiltCase
+from hil.compat.versions import installed
 
 
 def case_material(built: BuiltCase, *, values: bool) -> dict[str, Any]:
@@ -53,3 +56,24 @@ def export_source(case_name: str, recipe_material: Mapping[str, Any]) -> str:
     """What names an export before its case is built (the case's name and the recipe's key
     material): a hint for planning exports ahead, never a key to read an artifact by."""
     return json.dumps({"case": case_name, **recipe_material}, sort_keys=True, default=str)
+
+
+@functools.lru_cache(maxsize=1)
+def tool_versions() -> Mapping[str, str]:
+    """Versions of the tools that shape an export; part of every cache key and every report."""
+    versions: dict[str, str] = {"torch": str(torch.__version__)}
+    for dist in ("executorch", "ethos-u-vela", "tosa-tools", "torchao"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = "absent"
+    built_from = installed()
+    if built_from.source_checkout:  # a source build keeps its version across commits
+        versions["executorch_commit"] = str(built_from.executorch_commit)
+    return types.MappingProxyType(versions)
+
+
+def digest_of(material: Mapping[str, Any]) -> str:
+    """sha256 of a JSON-able mapping in canonical form."""
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -39,10 +39,11 @@ import numpy as np
 import torch
 
 from hil.arrays import Array
-from hil.artifacts.fingerprint import module_source_digest, tensor_fingerprint
+from hil.artifacts.fingerprint import tensor_fingerprint
 from hil.artifacts.keys import key_of
 from hil.artifacts.parts import OutputSensitivity
 from hil.artifacts.probe import difference_key, read_probe, served_collision, write_probe
+from hil.artifacts.source_digest import module_source_digest
 from hil.artifacts.store import ExportProduct
 from hil.call import fresh
 from hil.case import BuiltCase

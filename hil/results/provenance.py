@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hil import simd
-from hil.artifacts.fingerprint import tool_versions
+from hil.artifacts.keys import tool_versions
 from hil.compat.versions import installed
 from hil.devices import DeviceSpec
 from hil.results.files import now_iso

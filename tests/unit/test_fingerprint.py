@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from hil.artifacts.fingerprint import digest_of, model_fingerprint, tool_versions
+from hil.artifacts.fingerprint import model_fingerprint
+from hil.artifacts.keys import digest_of, tool_versions
 
 
 def conv(stride: int = 1, seed: int = 0) -> nn.Module:
@@ -206,7 +207,7 @@ def test_libraries_are_named_as_a_scan_of_every_distribution_names_them() -> Non
 
 
 def test_docstrings_comments_and_layout_are_not_code() -> None:
-    from hil.artifacts.fingerprint import source_digest
+    from hil.artifacts.source_digest import source_digest
 
     plain = "def f(x):\n    return x + 1\n"
     documented = (
@@ -221,7 +222,7 @@ def test_a_recipe_module_docstring_or_comment_edit_keeps_its_key(tmp_path) -> No
     import os
     import sys
 
-    from hil.artifacts.fingerprint import module_source_digest
+    from hil.artifacts.source_digest import module_source_digest
 
     path = tmp_path / "hil_probe_recipe.py"
 
