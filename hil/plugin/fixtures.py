@@ -62,12 +62,9 @@ def hil_target(
 
 @pytest.fixture
 def hil_artifact(hil_variant: Variant, hil_session: Session) -> Artifact:
-    """The compiled .pte of this variant (exported now or taken from the cache)."""
-    from hil.recipes import make_recipe
-
-    spec = hil_session.devices.get(hil_variant.target).recipe(hil_variant.recipe)
-    recipe = make_recipe(spec.name, spec.options)
-    return hil_session.artifact(hil_session.built(hil_variant.case), recipe)
+    """The compiled .pte of this variant (exported now or taken from the cache), made as its
+    check makes it: the session resolves the recipe (with the shared quantized store)."""
+    return hil_session.export(hil_variant.case, hil_variant.target, hil_variant.recipe)
 
 
 @pytest.fixture

@@ -132,6 +132,22 @@ def test_markers_restrict_targets_and_recipes(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*test_only[[]relu-host2-xnnpack-fp32[]]", "*1 test collected*"])
 
 
+def test_the_artifact_fixture_gives_the_program_the_check_runs(project: pytest.Pytester) -> None:
+    """hil_artifact resolves the variant's recipe as the check does: the .pte a test inspects
+    is the one its check judged."""
+    project.makepyfile(
+        test_artifact="""
+        import pytest, torch, hil
+        @pytest.mark.hil_recipes("xnnpack-fp32")
+        @pytest.mark.hil_cases([hil.Case("relu", torch.nn.ReLU, hil.seeded((1, 8)))])
+        def test_same_program(hil_artifact, hil_check):
+            result = hil_check()
+            assert result.artifact.sha256 == hil_artifact.sha256
+    """
+    )
+    project.runpytest("test_artifact.py", "--target=host").assert_outcomes(passed=1)
+
+
 def test_failure_names_metric_tolerance_and_arrays(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_wrong="""
