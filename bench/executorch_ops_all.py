@@ -55,6 +55,7 @@ import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -73,6 +74,9 @@ from their_harness import (
     runnable,
     save,
 )
+
+from hil.executorch_ops.runner import EXTRA
+from hil.executorch_ops.summary import figures, hil_figure
 
 TARGETS = ("u55-ref", "u85-ref", "host", "tosa-fp-ref", "vgf-emu")
 # their model folder: vgf-emu only when named (their VGF rows were half their time on ops)
@@ -143,12 +147,13 @@ class HilSide:
     seconds: float
     start_up: float
     pipelines: dict[tuple[str, str], str] = field(default_factory=dict)  # same key -> pipeline
+    records: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # the worst
 
 
-def records_of(records: Path) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
-    """(their case id, target) -> the worst verdict, and -> their pipeline's name."""
-    found: dict[tuple[str, str], str] = {}
-    pipelines: dict[tuple[str, str], str] = {}
+def records_of(records: Path, side: HilSide) -> None:
+    """Into `side`: (their case id, target) -> the worst verdict, its record, and their
+    pipeline's name."""
+    found, pipelines = side.verdicts, side.pipelines
     if records.exists():
         for line in records.read_text().splitlines():
             record = json.loads(line)
@@ -156,10 +161,10 @@ def records_of(records: Path) -> tuple[dict[tuple[str, str], str], dict[tuple[st
             key = (re.sub(r"#\d+$", "", record["case"]), record["target"])
             if found.get(key) in (None, "PASS"):
                 found[key] = record["verdict"]
+                side.records[key] = record
             pipeline = (record.get("executorch") or {}).get("pipeline")
             if pipeline:
                 pipelines[key] = pipeline
-    return found, pipelines
 
 
 def asks_their_question(side: HilSide, case: str, target: str) -> bool:
@@ -198,9 +203,7 @@ def run_hil(
         run = pytest_run(f"{label} part {n}", [*plugin, *paths], work, env, with_hil=True)
         side.seconds += run.seconds
         side.outcomes.update(run.outcomes)
-        verdicts, pipelines = records_of(Path(env["HIL_RESULTS_DIR"]) / "records.jsonl")
-        side.verdicts.update(verdicts)
-        side.pipelines.update(pipelines)
+        records_of(Path(env["HIL_RESULTS_DIR"]) / "records.jsonl", side)
     return side
 
 
@@ -229,10 +232,7 @@ def read_hil(work: Path, label: str) -> HilSide | None:
     side = HilSide({}, {}, 0.0, 0.0)
     for n, report in enumerate(parts):
         side.outcomes.update(junit_outcomes(report, ""))
-        records = work / f"results-{label}-{n}" / "records.jsonl"
-        verdicts, pipelines = records_of(records)
-        side.verdicts.update(verdicts)
-        side.pipelines.update(pipelines)
+        records_of(work / f"results-{label}-{n}" / "records.jsonl", side)
     return side
 
 
@@ -346,7 +346,7 @@ def main() -> int:
     else:
         cold = run_hil(chunks, work, base, "cold", targets, folder)
         warm = None if args.no_warm else run_hil(chunks, work, base, "warm", targets, folder)
-    report(theirs, their_seconds, cold, warm)
+    report(theirs, their_seconds, cold, warm, work)
     print(f"  (work folder, with each part's results: {work})")
     return 0
 
@@ -372,6 +372,7 @@ def report(
     their_seconds: dict[str, float],
     cold: HilSide,
     warm: HilSide | None,
+    work: Path,
 ) -> None:
     by_case: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for hil_id, (outcome, message) in cold.outcomes.items():
@@ -409,7 +410,7 @@ def report(
     print("hil's skip reasons (checks):")
     for reason, count in skips.most_common():
         print(f"  {count:6d}  {reason}")
-    agreement(theirs, by_case, cold)
+    agreement(theirs, by_case, cold, work / "differences.json")
     vgf_rows(by_case, theirs)
     times(theirs, their_seconds, judged, cold, warm, checks)
 
@@ -418,9 +419,14 @@ def agreement(
     theirs: dict[str, tuple[str, str]],
     by_case: dict[str, list[tuple[str, str, str]]],
     cold: HilSide,
+    differences: Path,
 ) -> None:
-    """Their passed cases against hil's checks: their own question apart from hil's added ones."""
+    """Their passed cases against hil's checks: their own question apart from hil's added ones.
+    Each difference's two quantities (hil's measure against hil's limit, the worst error against
+    their allclose bound) are printed and written to `differences` (JSON, one row each: what the
+    docs' list of differences is made from)."""
     tallies = {True: Tally(), False: Tally()}
+    rows: list[dict[str, Any]] = []
     for case, (outcome, _) in sorted(theirs.items()):
         if outcome != "passed":
             continue
@@ -435,7 +441,13 @@ def agreement(
             elif hil_outcome in ("passed", "xfailed"):
                 tally.agree += 1
             else:
-                tally.differ[f"{verdict or hil_outcome}: {_cause(message)}"].append(hil_id)
+                record = cold.records.get((case, target)) or {}
+                tally.differ[f"{verdict or hil_outcome}: {_cause(message)}"].append(
+                    f"{hil_id}  [{figures(record)}]"
+                )
+                rows.append(difference_row(case, target, verdict or hil_outcome, message, record))
+    differences.write_text(json.dumps(rows, indent=1, default=str) + "\n")
+    print(f"the {len(rows)} differences, each with its figures: {differences}")
     tallies[True].print("their own question (the target that asks what their pipeline asks)")
     tallies[False].print("questions hil adds (targets and backends their harness never runs)")
 
@@ -457,6 +469,23 @@ class Tally:
             print(f"  {len(ids):5d}  {cause}")
             for hil_id in ids[:6]:
                 print(f"           {hil_id}")
+
+
+def difference_row(
+    case: str, target: str, verdict: str, message: str, record: dict[str, Any]
+) -> dict[str, Any]:
+    extra = record.get(EXTRA, {})
+    return {
+        "case": case,
+        "target": target,
+        "pipeline": extra.get("pipeline"),
+        "hil": verdict,
+        "hil_failure": message.strip().splitlines()[0] if message.strip() else "",
+        "hil_figure": hil_figure(record),
+        "their_max_error": extra.get("their_rule_max_error"),
+        "their_allowed": extra.get("their_rule_allowed"),
+        "their_rule_detail": extra.get("their_rule_detail"),
+    }
 
 
 def _cause(message: str) -> str:

@@ -201,6 +201,8 @@ class CaseRunner:
             "test": self.item.nodeid,
             "their_rule": theirs.word,
             "their_rule_detail": theirs.detail,
+            "their_rule_max_error": theirs.max_error,
+            "their_rule_allowed": theirs.allowed,
             "their_xfail": self.their_xfail,
             "stage_assertions": [c.to_record() for c in checked],
             "accepted_not_run": sorted(set(call.accepted)),

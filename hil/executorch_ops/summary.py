@@ -74,6 +74,7 @@ def render(records: Iterable[Mapping[str, Any]]) -> list[str]:
         failure = str(record.get("failure") or "").splitlines()
         if failure:
             lines.append(f"    hil: {failure[0]}")
+        lines.append(f"    figures: {figures(record)}")
     for record in noted:
         lines.append(
             f"  ExecuTorch expects {record.get('case')} to fail "
@@ -120,3 +121,49 @@ def _steps_of(record: Mapping[str, Any]) -> float | None:
 def _steps(record: Mapping[str, Any]) -> str:
     steps = _steps_of(record)
     return f", {steps:g} steps from the quantized model" if steps is not None else ""
+
+
+def figures(record: Mapping[str, Any]) -> str:
+    """A difference in two quantities: hil's measure nearest its limit (past it where hil
+    failed) and the worst element's error against allclose's bound under their rule."""
+    hil = hil_figure(record)
+    hil_part = (
+        f"hil {hil['metric']} {hil['observed']:.4g} against {hil['relation']} "
+        f"{hil['limit']:.4g} ({hil['share']:.3g} of the limit)"
+        if hil
+        else "hil: no numeric limit judged"
+    )
+    extra = record.get(EXTRA, {})
+    error, allowed = extra.get("their_rule_max_error"), extra.get("their_rule_allowed")
+    if isinstance(error, (int, float)) and isinstance(allowed, (int, float)) and allowed > 0:
+        theirs = f"their |error| {error:.4g} against {allowed:.4g} ({error / allowed:.3g} of it)"
+    else:
+        theirs = "their rule: no figure"
+    return f"{hil_part}; {theirs}"
+
+
+def hil_figure(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """hil's limit the check came nearest to (or went furthest past): metric, observed,
+    relation, limit, and the share of the limit used (over 1: past it). Failed checks first."""
+    best: tuple[bool, float, dict[str, Any]] | None = None
+    for check in record.get("checks") or ():
+        observed = check.get("observed") or {}
+        for limit in check.get("limits") or ():
+            value, seen = limit.get("value"), observed.get(limit.get("metric"))
+            if not isinstance(value, (int, float)) or not isinstance(seen, (int, float)):
+                continue
+            if limit.get("relation") == "<=":
+                share = seen / value if value else (0.0 if seen == 0 else float("inf"))
+            else:  # ">=": how much of the floor is missing
+                share = value / seen if seen else float("inf")
+            figure = {
+                "metric": limit.get("metric"),
+                "observed": float(seen),
+                "relation": limit.get("relation"),
+                "limit": float(value),
+                "share": share,
+            }
+            key = (check.get("status") == "fail", share, figure)
+            if best is None or key[:2] > best[:2]:
+                best = key
+    return best[2] if best else None

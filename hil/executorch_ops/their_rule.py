@@ -30,6 +30,10 @@ DEFAULTS = {
 class TheirVerdict:
     passed: bool | None  # None: their rule could not be applied (no reference arrays)
     detail: str
+    # the worst element's |error| and what allclose allowed it (atol + qtol x scale +
+    # rtol x |reference|): the figures a difference with hil is listed by
+    max_error: float | None = None
+    allowed: float | None = None
 
     @property
     def word(self) -> str:
@@ -53,6 +57,7 @@ def their_verdict(
         return TheirVerdict(None, f"outputs and {reference_name} differ in count")
     scales = artifact.output_scales or ()
     worst, worst_at = 0.0, ""
+    figures: tuple[float | None, float | None] = (None, None)
     for i, (out, ref) in enumerate(zip(outputs, against, strict=True)):
         step = scales[i] if i < len(scales) else None
         limit = atol + qtol * (float(step) if step is not None else 0.0)
@@ -61,6 +66,7 @@ def their_verdict(
         excess_each, error = _excess(out, ref, limit, rtol)
         excess = float(np.max(excess_each)) if excess_each.size else 0.0
         if excess > worst or not worst_at:
+            figures = _worst_element(excess_each, error)
             worst, worst_at = (
                 excess,
                 f"output {i}: max |error| {float(error.max(initial=0)):.4g}"
@@ -71,7 +77,22 @@ def their_verdict(
         passed,
         f"allclose vs {reference_name} (atol {atol:g} + qtol {qtol:g}"
         f" x scale, rtol {rtol:g}): {worst_at}",
+        *figures,
     )
+
+
+def _worst_element(
+    excess: np.ndarray[Any, Any], error: np.ndarray[Any, Any]
+) -> tuple[float | None, float | None]:
+    """The element nearest to (or furthest past) allclose's bound: its |error|, and the
+    allowance it had there (error - excess)."""
+    if not excess.size:
+        return None, None
+    at = int(np.argmax(excess))
+    err, over = float(error.reshape(-1)[at]), float(excess.reshape(-1)[at])
+    if not (np.isfinite(err) and np.isfinite(over)):  # a NaN or infinity: no figure (JSON)
+        return None, None
+    return err, err - over
 
 
 def _excess(
