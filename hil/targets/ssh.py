@@ -24,7 +24,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO
 
 from hil.artifacts.store import Artifact
 from hil.devices import DeviceSpec
@@ -46,8 +46,6 @@ from hil.settings.ssh import SshSettings
 from hil.targets.runner_target import RunnerTarget
 from hil.transports.ssh import SshConnection, SshEndpoint, quote
 from hil.transports.ssh_link import ProcessLink
-
-R = TypeVar("R")
 
 
 class ConnectionLost(LinkLost):
