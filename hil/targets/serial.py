@@ -12,11 +12,18 @@ model runs. Connection keys: hil/settings/serial.py.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 
 from hil.artifacts.store import Artifact
 from hil.devices import DeviceSpec
-from hil.errors import DeployError, DeviceSpecError, HilError, InfrastructureError
+from hil.errors import (
+    DeployError,
+    DeviceSpecError,
+    HilError,
+    InfrastructureError,
+    TransportError,
+)
 from hil.resources.boards import Board, PortBoard, PortLost, make_board
 from hil.resources.flashing import make_flasher
 from hil.runner import messages as m
@@ -90,11 +97,22 @@ class SerialTarget(RunnerTarget):
         return info
 
     def _connect_when_back(self) -> m.RunnerInfo:
-        """A new link and handshake once the board's port is back."""
+        """A new link and handshake once the board's port is back: a node that is back but
+        cannot be opened yet (udev still setting it up) is tried again within the wait."""
         self._disconnect_runner()
-        if isinstance(self._board, PortBoard):
-            self._board.wait_for_port(self._settings.port_return_s)
-        return self._connect()
+        board = self._board
+        if not isinstance(board, PortBoard):
+            return self._connect()
+        deadline = time.monotonic() + self._settings.port_return_s
+        while True:
+            board.wait_for_port(max(deadline - time.monotonic(), 0.0))
+            try:
+                return self._connect()
+            except TransportError:
+                self._disconnect_runner()
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
 
     def _reconnect(self) -> None:
         """The port came back (a USB re-enumeration): the same runner, unless the board reset
