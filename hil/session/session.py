@@ -2,6 +2,9 @@
 
     case -> recipe -> artifact cache -> target (provisioned once) -> compare -> budgets -> result
 
+A check's names (its case, a target's name, a recipe choice) are resolved once, into one
+Resolved (hil.session.resolved) that every step of the check takes.
+
 The pool (hil.session.pool) provisions targets once and remembers a failed one's first cause;
 the references (hil.session.references) build cases, eager outputs and artifacts once. A check
 that fails on the infrastructure is retried `retries` times (hil.session.retries); verdicts on
@@ -13,7 +16,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -39,6 +41,7 @@ from hil.session.pool import TargetPool
 from hil.session.prefetch import ExportPool, default_workers, plan
 from hil.session.random_stream import random_stream_kept
 from hil.session.references import References, time_eager
+from hil.session.resolved import Resolved
 from hil.session.retries import Attempts, check_with_retries
 from hil.targets import Target
 from hil.targets.base import Deployment
@@ -133,33 +136,38 @@ class Session:
         `rewrite_outputs` changes the target's outputs before they are judged and stored, the
         way a kernel bug would (fault-injection benches and tests: bench/mutants.py).
         """
+        resolved: list[Resolved] = []  # once, by the first attempt (its errors are attempts too)
+
+        def once() -> CheckResult:
+            if not resolved:
+                resolved.append(self.resolve(case, target, recipe))
+            return self._check_once(resolved[0], rewrite_outputs)
+
         with random_stream_kept():
             result, error, self.last_attempts = check_with_retries(
-                self.targets,
-                case,
-                target,
-                recipe,
-                lambda: self._check_once(case, target, recipe, rewrite_outputs),
-                self.retries,
+                self.targets, case, target, recipe, once, self.retries
             )
         if error is not None:
             raise error
         assert result is not None
         return result
 
-    def _check_once(
-        self, case: Case, target: str, recipe: RecipeChoice, rewrite: OutputRewrite | None
-    ) -> CheckResult:
+    def _check_once(self, check: Resolved, rewrite: OutputRewrite | None) -> CheckResult:
         try:
-            return self._check(case, target, recipe, rewrite)
+            return self._check(check, rewrite)
         except TargetCrash:
-            self.targets.drop(target)
+            self.targets.drop(check.target)
             raise
         except InfrastructureRecovered:
             raise  # the target is in service again (power-cycled, another board)
         except InfrastructureError as e:
-            self.targets.mark_broken(target, e)
+            self.targets.mark_broken(check.target, e)
             raise
+
+    def resolve(self, case: Case, target: str, recipe: RecipeChoice = None) -> Resolved:
+        """The check's names resolved: the target's device file and the recipe object."""
+        spec = self.devices.get(target)
+        return Resolved(case, spec, self._recipe(spec, recipe))
 
     def _recipe(self, spec: DeviceSpec, recipe: RecipeChoice) -> Recipe:
         if isinstance(recipe, RecipeSpec):  # a variant: the device's recipe, some options changed
@@ -173,13 +181,14 @@ class Session:
     def export(self, case: Case, target: str, recipe: RecipeChoice = None) -> Artifact:
         """The case's artifact for `target`'s recipe, from the cache or exported now (or by
         a worker, after export_ahead); no target is provisioned."""
-        recipe_obj = self._recipe(self.devices.get(target), recipe)
+        check = self.resolve(case, target, recipe)
         with random_stream_kept():
-            return self._artifact(case, self.references.built(case), recipe_obj)
+            return self._artifact(check, self.references.built(case))
 
-    def _artifact(self, case: Case, built: BuiltCase, recipe: Recipe) -> Artifact:
+    def _artifact(self, check: Resolved, built: BuiltCase) -> Artifact:
         """The artifact, after its export made ahead (if any) is done: one a worker made in
         this run is reported as exported now (with the worker's time) to the first check."""
+        case, recipe = check.case, check.recipe
         made_ahead = None
         if self._ahead is not None:
             made_ahead = self._ahead.wait_for(case, export_source(case.name, recipe.key_material()))
@@ -222,14 +231,11 @@ class Session:
         material = self._recipe(self.devices.get(target), recipe).key_material()
         return export_source(case_name, material)
 
-    def _check(
-        self, case: Case, target: str, recipe: RecipeChoice, rewrite: OutputRewrite | None
-    ) -> CheckResult:
-        spec = self.devices.get(target)
-        recipe_obj = self._recipe(spec, recipe)
-        device = self.targets.get(target)  # first: a missing target must not cost an export
+    def _check(self, check: Resolved, rewrite: OutputRewrite | None) -> CheckResult:
+        case, spec, recipe_obj = check.case, check.spec, check.recipe
+        device = self.targets.get(check.target)  # first: a missing target must not cost an export
         built = self.references.built(case)
-        artifact = self._artifact(case, built, recipe_obj)
+        artifact = self._artifact(check, built)
         reference = self.references.eager(built)
         deployment = device.deploy(artifact)
         budget = budget_for(case, spec, recipe_obj.name)
@@ -257,7 +263,7 @@ class Session:
             reference.written
         ):  # the program returns the inputs it wrote first: judged too, against eager's writes
             reference = replace(reference, outputs=reference.written + reference.outputs)
-        name = _safe(f"{case.name}--{spec.name}--{recipe_obj.name}")
+        name = check.file_stem
         arrays = save_check_arrays(
             self.results_dir / "arrays" / f"{name}.npz",
             input=built.inputs,
@@ -381,7 +387,3 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", name)
