@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from hil import environment
 from hil.bundled import devices_dir
 from hil.errors import DeviceSpecError, UsageError
 from hil.kinds import Hardware, TargetKind, Timing
@@ -328,7 +329,7 @@ def default_device_dirs(start: Path | None = None) -> list[Path]:
             if candidate not in dirs:
                 dirs.append(candidate)
             break
-    for extra in os.environ.get("HIL_DEVICES", "").split(os.pathsep):
+    for extra in environment.DEVICES.text().split(os.pathsep):
         if extra:
             dirs.append(Path(extra))
     return dirs

@@ -3,13 +3,14 @@ are spelled (the library, the plugin, the commands and the board logs all ask he
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from hil import environment
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("HIL_CACHE_DIR", ".hil/cache"))
+    return environment.CACHE_DIR.path()
 
 
 def default_results_dir() -> Path:
-    return Path(os.environ.get("HIL_RESULTS_DIR", ".hil/results"))
+    return environment.RESULTS_DIR.path()

@@ -13,16 +13,16 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
-import os
 import re
 from dataclasses import dataclass
 
+from hil import environment
 from hil.errors import UsageError
 
 # ExecuTorch minor releases hil is tested with (make test: the newest; make compat: the older)
 TESTED_MINORS = ("1.4", "1.5")
 NEWEST = "1.5.1"  # what `make setup` installs (constraints.txt)
-ALLOW_UNTESTED = "HIL_UNTESTED_EXECUTORCH"
+ALLOW_UNTESTED = environment.UNTESTED_EXECUTORCH.name
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def require_supported() -> Installed:
     """The installed versions, or a UsageError with the sentence when hil was not tested with
     them (unless HIL_UNTESTED_EXECUTORCH=1)."""
     found = installed()
-    if found.supported or os.environ.get(ALLOW_UNTESTED) == "1":
+    if found.supported or environment.UNTESTED_EXECUTORCH.text() == "1":
         return found
     raise UsageError(
         found.sentence(),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import signal
 import sys
 import time
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hil import environment
 from hil.artifacts.pte_program import read_program
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import ExploreError, PortInUse, UsageError
@@ -65,7 +65,7 @@ Progress = Callable[[str], None]
 
 
 def default_work_dir() -> Path:
-    return Path(os.environ.get("HIL_EXPLORE_DIR", ".hil/explore"))
+    return environment.EXPLORE_DIR.path()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ command as the server (hil.explore.server).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hil import environment
 from hil.errors import ViewerFailed, ViewerMissing
 from hil.locks import file_lock
 
@@ -29,7 +29,7 @@ REQUIREMENTS = (
     "pte-adapter-model-explorer==0.2.0",
     "tosa-adapter-model-explorer==0.1.0",
 )
-DEFAULT_VENV = ".venv-explorer"
+DEFAULT_VENV = environment.EXPLORER_VENV.default
 STAMP = ".hil-viewer.json"
 VIEWER_SIDE = Path(__file__).with_name("viewer_side.py")
 CONVERT_TIMEOUT_S = 600.0
@@ -39,7 +39,7 @@ Progress = Callable[[str], None]
 
 
 def default_venv() -> Path:
-    return Path(os.environ.get("HIL_EXPLORER_VENV", DEFAULT_VENV))
+    return environment.EXPLORER_VENV.path()
 
 
 def install_command(venv: Path) -> str:

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from hil import environment
 from hil.errors import TargetUnavailable
 from hil.fvp import output
 from hil.fvp.config import FvpConfig
@@ -25,7 +26,7 @@ from hil.sdk import firmware
 from hil.sdk.firmware import FirmwareConfig
 from hil.settings.fvp_platforms import install_steps
 
-FVP_DIR_ENV = "HIL_FVP_DIR"
+FVP_DIR_ENV = environment.FVP_DIR.name
 EXECUTORCH_ENV = "EXECUTORCH_ROOT"
 VERSION_TIMEOUT_S = 60.0
 
@@ -35,8 +36,8 @@ def search_dirs(config: FvpConfig) -> list[tuple[str, Path]]:
     places: list[tuple[str, Path]] = []
     if config.fvp_dir:
         places.append(("connection.fvp_dir", Path(config.fvp_dir).expanduser()))
-    if os.environ.get(FVP_DIR_ENV):
-        places.append((f"${FVP_DIR_ENV}", Path(os.environ[FVP_DIR_ENV]).expanduser()))
+    if environment.FVP_DIR.is_set():
+        places.append((f"${FVP_DIR_ENV}", environment.FVP_DIR.path()))
     return places
 
 
@@ -54,7 +55,7 @@ def find_fvp(config: FvpConfig) -> Path:
         return Path(found)
     looked.append("PATH")
     unset = [] if config.fvp_dir else ["connection.fvp_dir"]
-    unset += [] if os.environ.get(FVP_DIR_ENV) else [f"${FVP_DIR_ENV}"]
+    unset += [] if environment.FVP_DIR.is_set() else [f"${FVP_DIR_ENV}"]
     note = f" ({' and '.join(unset)} not set)" if unset else ""
     raise TargetUnavailable(
         f"{binary} (the {config.platform.name} FVP) is not installed: not found in "

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hil import environment
 from hil.errors import TargetUnavailable
 from hil.processes import stop_process
 from hil.resources.logs import board_log_dir, tail
@@ -49,7 +50,7 @@ LogLevel INFO
 
 
 def default_emu_dir(name: str) -> Path:
-    return Path(os.environ.get("HIL_EMU_DIR", ".hil/emu")).resolve() / name
+    return environment.EMU_DIR.path().resolve() / name
 
 
 class EmulatedPi:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from hil import environment
 
 
 def default_firmware_dir() -> Path:
-    return Path(os.environ.get("HIL_FIRMWARE_DIR", ".hil/firmware"))
+    return environment.FIRMWARE_DIR.path()

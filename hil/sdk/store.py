@@ -11,11 +11,11 @@ there is one, else the newest. `EXECUTORCH_ROOT` always wins over this search.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hil import environment
 from hil.runner.kernels import KernelList
 from hil.sdk.boards import SdkBoard, board_of_preset, command_line
 from hil.sdk.kernels import read_kernel_list
@@ -26,7 +26,7 @@ LOG = "build.log"
 
 
 def default_sdk_dir() -> Path:
-    return Path(os.environ.get("HIL_SDK_DIR", ".hil/sdk"))
+    return environment.SDK_DIR.path()
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ the compiler, so:
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
+from hil import environment
 from hil.speedups import (
     export_speedup,
     fx_code_reuse,
@@ -39,20 +39,20 @@ from hil.speedups.patch_once import Part
 
 log = logging.getLogger("hil.speedups.switch")
 
-PRISTINE = "HIL_PRISTINE_EXPORT"
-LEFT_OUT = "HIL_SPEEDUPS_OFF"  # part names to leave out, comma-separated (bench/speedup_parts.py)
+PRISTINE = environment.PRISTINE_EXPORT.name
+LEFT_OUT = environment.SPEEDUPS_OFF.name  # comma-separated part names (bench/speedup_parts.py)
 
 
 def pristine() -> bool:
     """Whether torch and ExecuTorch are to run as shipped (no part installed)."""
-    return os.environ.get(PRISTINE, "") not in ("", "0")
+    return environment.PRISTINE_EXPORT.on()
 
 
 def left_out() -> frozenset[str]:
     """The parts this process is told to leave out (HIL_SPEEDUPS_OFF), every one if pristine."""
     if pristine():
         return frozenset(p.name for p in parts())
-    return frozenset(n.strip() for n in os.environ.get(LEFT_OUT, "").split(",") if n.strip())
+    return frozenset(n.strip() for n in environment.SPEEDUPS_OFF.text().split(",") if n.strip())
 
 
 def parts() -> tuple[Part, ...]:

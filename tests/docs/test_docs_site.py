@@ -37,3 +37,12 @@ def test_the_front_page_is_short_and_its_links_land() -> None:
     assert local, "the front page links to the documentation"
     missing = [t for t in local if not (REPO / t).exists()]
     assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
+def test_every_environment_variable_is_in_the_options_page() -> None:
+    """hil/environment.py is the one list of hil's variables; the options page lists each."""
+    from hil import environment
+
+    page = (REPO / "docs" / "options.md").read_text()
+    missing = [v.name for v in environment.VARIABLES if f"| `{v.name}` |" not in page]
+    assert not missing, f"docs/options.md does not list {missing}"

@@ -23,7 +23,7 @@ TARGET_PACKAGES = ("hil.targets", "hil.resources", "hil.runner", "hil.lab")
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("kinds", "arrays", "locks", "processes", "progress", "threads", "paths", "bundled",
-     "capture", "call", "tolerance_override", "simd"),  # foundations: no torch, no device
+     "capture", "call", "tolerance_override", "simd", "environment"),  # foundations: no torch, no device
     ("compat",),  # where the supported ExecuTorch versions differ, asked as capabilities
     ("settings",),  # a device file's typed keys
     ("devices",),  # the registry of device files
