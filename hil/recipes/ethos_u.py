@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hil.artifacts.parts import VelaSummary
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
 from hil.errors import UsageError
@@ -44,20 +42,15 @@ from hil.ethos_u.vela import (
     macs_per_cycle,
 )
 from hil.export import transform_passes
+from hil.recipes.arm_lowered import DELEGATES, Delegated, keep_delegated
 from hil.recipes.arm_partition import (
     lower_logged,
-    lowered_modules,
-    partition_report,
-    serialize_lowered,
-    strip_dump_path,
 )
 from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE, keep_delegate
-from hil.recipes.host_program import host_program, save_host_program
 from hil.reference import arm_quantized
 from hil.reference.quantized import QuantizedModel
 
-DELEGATES = "delegates"
 # Vela flags the recipe sets from its options; extra_flags may not repeat them.
 MANAGED_FLAGS = (
     "--accelerator-config",
@@ -172,23 +165,8 @@ class EthosURecipe(Recipe):
         model = self.quantized_model(built, spec, workdir)
         dump = workdir / "tosa-dump"
         edge, partitioner = self._lower(case, model, dump, workdir)
-        program = edge.exported_program()
-        lowered = lowered_modules(program)
-        names = [f"delegate_{i}" for i in range(len(lowered))]
-        used: set[Path] = set()
-        summaries = [
-            keep_delegate(case, module, dump, workdir / DELEGATES / name, spec, used)
-            for name, module in zip(names, lowered, strict=True)
-        ]
-        strip_dump_path(case, lowered, spec)
-        report = partition_report(program, partitioner, 0)
-        save_host_program(host_program(program, lambda i, _: names[i]), workdir)
-        pte, report = serialize_lowered(case, edge, report)
-        shutil.rmtree(dump, ignore_errors=True)  # each delegate's folder holds its own copy
-        return model.product(
-            pte,
-            self._details(spec, names, lowered, summaries, report, model, workdir),
-        )
+        kept = keep_delegated(case, edge, partitioner, spec, dump, workdir, keep_delegate)
+        return model.product(kept.pte, self._details(spec, kept, model, workdir))
 
     def _lower(self, case: str, model: QuantizedModel, dump: Path, workdir: Path) -> Any:
         from executorch.backends.arm.ethosu import EthosUPartitioner
@@ -209,15 +187,9 @@ class EthosURecipe(Recipe):
         return edge, partitioner
 
     def _details(
-        self,
-        spec: Any,
-        names: Sequence[str],
-        lowered: Sequence[Any],
-        summaries: Sequence[VelaSummary],
-        report: Any,
-        model: QuantizedModel,
-        workdir: Path,
+        self, spec: Any, kept: Delegated, model: QuantizedModel, workdir: Path
     ) -> dict[str, Any]:
+        names, lowered, summaries, report = kept.names, kept.lowered, kept.kept, kept.report
         total = combine(summaries)
         a16 = bool(self.options["a16w8"])
         utilization = (

@@ -27,12 +27,12 @@ from hil.case import BuiltCase
 from hil.errors import UsageError
 from hil.export import transform_passes
 from hil.export.lowering import export_program, exporter_step
+from hil.recipes.arm_lowered import DELEGATES
 from hil.recipes.arm_partition import lowered_modules, partition_report, serialize_lowered
 from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE
 from hil.recipes.host_program import host_program, save_host_program
 
-DELEGATES = "delegates"
 BACKEND = "TOSA"
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 from collections.abc import Iterator, Mapping
 from functools import partial
 from pathlib import Path
@@ -38,21 +37,16 @@ from hil.case import BuiltCase
 from hil.errors import ExportError, UsageError
 from hil.export import transform_passes
 from hil.export.lowering import export_program, exporter_step
+from hil.recipes.arm_lowered import DELEGATES, keep_delegated
 from hil.recipes.arm_partition import (
     lower_logged,
-    lowered_modules,
-    partition_report,
-    serialize_lowered,
-    strip_dump_path,
 )
 from hil.recipes.base import Recipe
 from hil.recipes.delegate_files import TOSA_FILE, candidate_dumps, delegation_tag
-from hil.recipes.host_program import host_program, save_host_program
 from hil.reference import arm_quantized
 from hil.reference.quantized import QuantizedModel
 from hil.vgf import environment
 
-DELEGATES = "delegates"
 VGF_FILE = "out.vgf"
 BACKEND = "VGF"
 DEFAULT_SPEC = "TOSA-1.0+INT"
@@ -116,17 +110,10 @@ class VgfLowering(Recipe):
                 "the lowering's log is kept beside the artifact",
                 transform_passes.instances(self.name, self.options[transform_passes.OPTION]),
             )
-            lowered_program = edge.exported_program()
-            lowered = lowered_modules(lowered_program)
-            names = [f"delegate_{i}" for i in range(len(lowered))]
-            used: set[Path] = set()
-            for name, module in zip(names, lowered, strict=True):
-                keep_delegate(case, module, dump, workdir / DELEGATES / name, spec, used)
-        strip_dump_path(case, lowered, spec)
-        report = partition_report(lowered_program, partitioner, 0, backend=BACKEND)
-        save_host_program(host_program(lowered_program, lambda i, _: names[i]), workdir)
-        pte, report = serialize_lowered(case, edge, report)
-        shutil.rmtree(dump, ignore_errors=True)  # each delegate's folder holds its own copy
+            kept = keep_delegated(
+                case, edge, partitioner, spec, dump, workdir, keep_delegate, backend=BACKEND
+            )
+        pte, report, names = kept.pte, kept.report, kept.names
         details = {
             "tosa_spec": str(spec.tosa_spec),
             "delegates": [_delegate(workdir, name) for name in names],
