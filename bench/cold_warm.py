@@ -9,12 +9,15 @@
 2. Per-inference overhead of hil's host target against a bare ExecuTorch runtime loop on the
    same .pte, in alternating windows. Goal: at most 1.05.
 
-Usage: .venv/bin/python bench/cold_warm.py [pytest args instead of the make-suites run]
-       .venv/bin/python bench/cold_warm.py --overhead-only
+Usage: .venv/bin/python bench/cold_warm.py [--record] [pytest args instead of the make-suites run]
+       .venv/bin/python bench/cold_warm.py --overhead-only [--record]
+
+`--record` writes the figures the docs quote to bench/figures.json.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -27,6 +30,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record
 
 from hil import Case, seeded
 from hil.devices import TimingPolicy
@@ -73,9 +80,13 @@ def keep_failed_run(results: Path, output: str, label: str) -> Path:
     return kept
 
 
-def cold_vs_warm(args: list[str]) -> None:
+# one measured figure: its name in bench/figures.json, value, unit and what it is
+FigureRow = tuple[str, int | float, str, str]
+
+
+def cold_vs_warm(args: list[str]) -> list[FigureRow]:
     print(f"cold and warm `pytest {' '.join(args)}` on {os.cpu_count()} cores")
-    parallel_efficiency()
+    two = parallel_efficiency()
     with tempfile.TemporaryDirectory(prefix="hil-bench-") as tmp:
         root = Path(tmp)
         serial = timed_pytest(
@@ -85,13 +96,28 @@ def cold_vs_warm(args: list[str]) -> None:
             "cold, export pool off",
         )
         pooled = timed_pytest(root / "cache", root / "r2", args, "cold, export pool on")
-        artifact_counts(root / "cache-serial", root / "cache", root / "r2")
+        made_serial, made_pooled, by_workers = artifact_counts(
+            root / "cache-serial", root / "cache", root / "r2"
+        )
         warm = timed_pytest(root / "cache", root / "r3", args, "warm")
     print(f"  pooled cold / unpooled cold: {pooled / serial:.2f} (goal: at most 0.55 on 2 cores)")
     print(f"  warm is {pooled / warm:.1f}x faster than the pooled cold run (goal: at least 5x)\n")
+    return [
+        ("cold_warm.cold_pool_off_s", round(serial, 1), "s", "pytest suites cold, export pool off"),
+        ("cold_warm.cold_pool_on_s", round(pooled, 1), "s", "pytest suites cold, export pool on"),
+        ("cold_warm.pool_ratio", round(pooled / serial, 2), "", "cold, export pool on over off"),
+        ("cold_warm.warm_s", round(warm, 1), "s", "pytest suites, warm cache"),
+        ("cold_warm.warm_speedup", round(pooled / warm, 1), "x", "warm over pooled cold"),
+        ("cold_warm.artifacts_pool_off", made_serial, "artifacts", "made cold, export pool off"),
+        ("cold_warm.artifacts_pool_on", made_pooled, "artifacts", "made cold, export pool on"),
+        ("cold_warm.artifacts_by_workers", by_workers, "artifacts", "built by the pool's workers"),
+        ("cold_warm.two_processes", two, "", "two CPU-bound processes at once, each over one"),
+    ]
 
 
-def artifact_counts(serial_cache: Path, pooled_cache: Path, pooled_results: Path) -> None:
+def artifact_counts(
+    serial_cache: Path, pooled_cache: Path, pooled_results: Path
+) -> tuple[int, int, int]:
     """How many artifacts each cold run made, and how many the pooled run's workers built: equal
     counts mean nothing was exported twice and the checks exported nothing themselves."""
     made = {
@@ -104,9 +130,10 @@ def artifact_counts(serial_cache: Path, pooled_cache: Path, pooled_results: Path
         f"  artifacts: {made[serial_cache.name]} unpooled, {made[pooled_cache.name]} pooled, "
         f"{by_workers} of them by the workers"
     )
+    return made[serial_cache.name], made[pooled_cache.name], by_workers
 
 
-def parallel_efficiency(rounds: int = 3) -> None:
+def parallel_efficiency(rounds: int = 3) -> float:
     """This machine's throughput for two CPU-bound processes against one (1.0: two full cores;
     a VM's vCPUs may give less), the ceiling under any pooled figure."""
     import multiprocessing
@@ -122,6 +149,7 @@ def parallel_efficiency(rounds: int = 3) -> None:
         f"  two CPU-bound processes at once run at {min(alone) / min(together):.2f} of one "
         f"alone each (best of {rounds}; 1.00: two full cores)"
     )
+    return round(min(alone) / min(together), 2)
 
 
 def _busy(_: int = 0) -> float:
@@ -159,7 +187,7 @@ def bare_windows(pte: Path, x: torch.Tensor, runs: int) -> Callable[[], float]:
 ROUNDS = 25  # hil windows, each between two bare ones; the median of their ratios is compared
 
 
-def host_overhead() -> None:
+def host_overhead() -> list[FigureRow]:
     """hil's host target against a bare loop on the same .pte, in short windows that alternate
     bare, hil, bare, ...: each hil window is compared with the mean of the bare windows on both
     sides of it, and the median of those ratios is the figure. This VM's speed swings between
@@ -176,6 +204,7 @@ def host_overhead() -> None:
         return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten())
 
     case = Case("bench_cnn", model, seeded((1, 3, 16, 16)), timing=POLICY)
+    figures: list[FigureRow] = []
     with (
         tempfile.TemporaryDirectory(prefix="hil-bench-") as tmp,
         Session(cache_dir=Path(tmp) / "cache", results_dir=Path(tmp) / "results") as session,
@@ -198,13 +227,27 @@ def host_overhead() -> None:
                 f"hil {min(hil_us):.1f}-{max(hil_us):.1f} us, "
                 f"bare {min(bare_us):.1f}-{max(bare_us):.1f} us)"
             )
+            name = f"cold_warm.overhead_{recipe.replace('-', '_')}"
+            what = f"{recipe}: hil's host target over a bare ExecuTorch loop, per inference"
+            figures.append((name, round(median, 3), "", what))
+    return figures
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    if args != ["--overhead-only"]:
-        cold_vs_warm(args or ["suites", *(f"--target={t}" for t in suite_targets())])
-    host_overhead()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--overhead-only", action="store_true", help="only the host overhead")
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
+    args, pytest_args = parser.parse_known_args()  # the rest is pytest's
+    figures: list[FigureRow] = []
+    if not args.overhead_only:
+        default = ["suites", *(f"--target={t}" for t in suite_targets())]
+        figures += cold_vs_warm(pytest_args or default)
+    figures += host_overhead()
+    if args.record:
+        command = " ".join(["bench/cold_warm.py", *sys.argv[1:]])
+        for name, value, unit, what in figures:
+            record(name, value, unit, what, command)
+        print(f"figures recorded: {len(figures)} in bench/figures.json")
 
 
 if __name__ == "__main__":

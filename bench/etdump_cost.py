@@ -8,7 +8,8 @@ each model's median per inference and the ratios; no goal is asserted.
     debug      TRACE start with a debug buffer: every instruction's output copied into it
                (one run, no warm-up: the buffer holds one inference)
 
-Run: .venv/bin/python bench/etdump_cost.py [--target vboard] [--runs 50]
+Run: .venv/bin/python bench/etdump_cost.py [--target vboard] [--runs 50] [--record]
+(`--record` writes the two median ratios to bench/figures.json for the docs).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record
 
 from hil.artifacts.pte_program import read_program
 from hil.explain.etdump import debug_buffer_size
@@ -45,6 +49,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="vboard")
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
     args = parser.parse_args()
     cases = [*TINY, *MOBILENET][:6]
     print(f"ETDump cost on {args.target}, {args.runs} runs each, median per inference")
@@ -76,6 +81,13 @@ def main() -> int:
     prof = statistics.median(r[0] for r in ratios)
     dbg = statistics.median(r[1] for r in ratios)
     print(f"median ratio over {len(ratios)} programs: profiling {prof:.2f}x, debug {dbg:.2f}x")
+    if args.record:
+        command = " ".join(["bench/etdump_cost.py", *sys.argv[1:]])
+        what = f"an inference on {args.target}, median over programs, against untraced"
+        record(
+            "etdump_cost.profiling_x", round(prof, 2), "x", f"profiling recorder: {what}", command
+        )
+        record("etdump_cost.debug_x", round(dbg, 2), "x", f"debug buffer: {what}", command)
     return 0
 
 

@@ -59,6 +59,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from figures import record, record_differences
 from npu_vs_executorch import REPO, Run, junit_outcomes, junit_seconds, pytest_run, their_folder
 from their_harness import (
     FOLDERS,
@@ -274,6 +275,17 @@ def main() -> int:
         "runs: the cold ratio's same-day side",
     )
     parser.add_argument(
+        "--record",
+        action="store_true",
+        help="write the figures the docs quote (bench/figures.json, bench/ops_differences.json): "
+        "for a run of the whole op folder on tosa-fp-ref and u85-ref",
+    )
+    parser.add_argument(
+        "--no-times",
+        action="store_true",
+        help="with --record: leave the time figures as they are (this run shared the machine)",
+    )
+    parser.add_argument(
         "--report",
         type=Path,
         metavar="WORK",
@@ -346,7 +358,10 @@ def main() -> int:
     else:
         cold = run_hil(chunks, work, base, "cold", targets, folder)
         warm = None if args.no_warm else run_hil(chunks, work, base, "warm", targets, folder)
-    report(theirs, their_seconds, cold, warm, work)
+    measured = report(theirs, their_seconds, cold, warm, work)
+    if args.record:
+        command = " ".join(["bench/executorch_ops_all.py", *sys.argv[1:]])
+        record_figures(measured, command, times=not args.no_times)
     print(f"  (work folder, with each part's results: {work})")
     return 0
 
@@ -373,7 +388,7 @@ def report(
     cold: HilSide,
     warm: HilSide | None,
     work: Path,
-) -> None:
+) -> Measured:
     by_case: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for hil_id, (outcome, message) in cold.outcomes.items():
         by_case[their_case(hil_id)].append((hil_id, outcome, message))
@@ -410,9 +425,62 @@ def report(
     print("hil's skip reasons (checks):")
     for reason, count in skips.most_common():
         print(f"  {count:6d}  {reason}")
-    agreement(theirs, by_case, cold, work / "differences.json")
+    measured = Measured(theirs=len(theirs), judged=len(judged), checks=sum(checks.values()))
+    measured.theirs_passed = sum(1 for o, _ in theirs.values() if o == "passed")
+    measured.own_question, measured.rows = agreement(
+        theirs, by_case, cold, work / "differences.json"
+    )
     vgf_rows(by_case, theirs)
-    times(theirs, their_seconds, judged, cold, warm, checks)
+    times(theirs, their_seconds, judged, cold, warm, checks, measured)
+    return measured
+
+
+@dataclass
+class Measured:
+    """What one run measured, for the figures the docs quote."""
+
+    theirs: int  # their cases, as their kept runs hold them
+    judged: int  # of those, judged by hil on some target
+    checks: int
+    theirs_passed: int = 0
+    own_question: Tally | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    cold_s: float = 0.0
+    cold_case_s: float = 0.0
+    their_case_s: float = 0.0
+    warm_s: float | None = None
+
+
+def record_figures(measured: Measured, command: str, times: bool = True) -> None:
+    """The op folder's figures the operator-tests page quotes (the times only from a run that
+    had the machine to itself)."""
+    own = measured.own_question
+    assert own is not None
+    figure = [
+        ("ops.their_cases", measured.theirs, "cases", "their cases in the run (TOSA rows)"),
+        ("ops.their_passed", measured.theirs_passed, "cases", "their harness passed here"),
+        ("ops.agree", own.agree, "checks", "hil agrees with their pass, their own question"),
+        ("ops.differ", own.differs, "checks", "hil fails what their harness passes"),
+        ("ops.not_judged", own.unjudged, "checks", "their passed cases hil says NOT JUDGED on"),
+        ("ops.agreement", round(own.share, 2), "%", "agreement on their own question"),
+    ]
+    if times:
+        figure += [
+            ("ops.cold_s", round(measured.cold_s), "s", "hil, cold cache, whole run"),
+            ("ops.cold_case_s", round(measured.cold_case_s, 2), "s", "hil, cold, a judged case"),
+            ("ops.their_case_s", round(measured.their_case_s, 2), "s", "their harness, a case"),
+        ]
+    if times and measured.their_case_s:
+        ratio = round(measured.cold_case_s / measured.their_case_s, 2)
+        figure.append(("ops.cold_ratio", ratio, "", "hil cold over their harness, a case"))
+    if times and measured.warm_s is not None:
+        figure.append(("ops.warm_s", round(measured.warm_s), "s", "hil, warm cache, whole run"))
+    for name, value, unit, what in figure:
+        record(name, value, unit, what, command)
+    record_differences(measured.rows)
+    print(
+        f"figures recorded: {len(figure)} in bench/figures.json, {len(measured.rows)} differences"
+    )
 
 
 def agreement(
@@ -420,7 +488,7 @@ def agreement(
     by_case: dict[str, list[tuple[str, str, str]]],
     cold: HilSide,
     differences: Path,
-) -> None:
+) -> tuple[Tally, list[dict[str, Any]]]:
     """Their passed cases against hil's checks: their own question apart from hil's added ones.
     Each difference's two quantities (hil's measure against hil's limit, the worst error against
     their allclose bound) are printed and written to `differences` (JSON, one row each: what the
@@ -450,6 +518,7 @@ def agreement(
     print(f"the {len(rows)} differences, each with its figures: {differences}")
     tallies[True].print("their own question (the target that asks what their pipeline asks)")
     tallies[False].print("questions hil adds (targets and backends their harness never runs)")
+    return tallies[True], rows
 
 
 @dataclass
@@ -458,9 +527,16 @@ class Tally:
     unjudged: int = 0
     differ: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
+    @property
+    def differs(self) -> int:
+        return sum(len(v) for v in self.differ.values())
+
+    @property
+    def share(self) -> float:
+        return 100.0 * self.agree / max(self.agree + self.differs, 1)
+
     def print(self, title: str) -> None:
-        total = sum(len(v) for v in self.differ.values())
-        share = 100.0 * self.agree / max(self.agree + total, 1)
+        total, share = self.differs, self.share
         print(
             f"on the cases their harness passed, {title}: hil agrees {self.agree}, differs "
             f"{total} ({share:.2f} % agreement), not judged {self.unjudged}"
@@ -485,6 +561,8 @@ def difference_row(
         "their_max_error": extra.get("their_rule_max_error"),
         "their_allowed": extra.get("their_rule_allowed"),
         "their_rule_detail": extra.get("their_rule_detail"),
+        "cause": _cause(message),
+        "figures": figures(record),
     }
 
 
@@ -530,6 +608,7 @@ def times(
     cold: HilSide,
     warm: HilSide | None,
     checks: Counter[str],
+    measured: Measured,
 ) -> None:
     timed = judged & set(theirs) & set(their_seconds)  # a case their run did not time is left out
     t_theirs = sum(their_seconds[c] for c in timed) / max(len(timed), 1)
@@ -546,7 +625,9 @@ def times(
     )
     ratio = t_cold / t_theirs if t_theirs else float("nan")
     print(f"goal: cold per case over theirs {ratio:.2f} (goal < 0.2)")
+    measured.cold_s, measured.cold_case_s, measured.their_case_s = cold.seconds, t_cold, t_theirs
     if warm is not None:
+        measured.warm_s = warm.seconds
         print(
             f"hil warm: {warm.seconds:.0f} s whole ({warm.start_up:.0f} s start-up) (goal < 600 s)"
         )

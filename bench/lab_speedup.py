@@ -23,7 +23,8 @@ arrays) take a known time, X s, which two boards split by construction. The benc
 speed-up that splitting X alone would give, and the rest of each run (wall minus its share of
 X: host work, start-up, leases, scheduling), which nothing guarantees, with its own ratio.
 
-Run: .venv/bin/python bench/lab_speedup.py [--repeats 1] [-k EXPR] [--only fast|uart]
+Run: .venv/bin/python bench/lab_speedup.py [--repeats 1] [-k EXPR] [--only fast|uart] [--record]
+(`--record` writes the figures the docs quote to bench/figures.json).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ from typing import Any
 
 import numpy as np
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record
 
 from hil.lab.virtual_rack import VirtualRack
 from hil.sdk import firmware
@@ -120,8 +125,9 @@ def paced_bytes(results: Path) -> int:
     return moved
 
 
-def report_pacing(baud: int, results: Path, one: float, two: float) -> None:
-    """What the pacing decides (the UART time, split by two boards) and what it does not."""
+def report_pacing(baud: int, results: Path, one: float, two: float) -> tuple[float, float]:
+    """What the pacing decides (the UART time, split by two boards) and what it does not; returns
+    the speed-up of the pacing alone and the rest's, as printed."""
     moved = paced_bytes(results)
     uart_s = moved / (baud / 10)  # 8N1: ten bits a byte
     print(
@@ -134,12 +140,14 @@ def report_pacing(baud: int, results: Path, one: float, two: float) -> None:
         f"    measured beyond the pacing: the rest of each run (host work, start-up, leases) "
         f"{rest_one:.1f} s on one board, {rest_two:.1f} s on two ({rest_one / rest_two:.2f}x)"
     )
+    return round(one / (one - uart_s / 2), 2), round(rest_one / rest_two, 2)
 
 
 def measure(
     name: str, runner: Path, folder: Path, repeats: int, warm_up: bool, select: list[str]
-) -> float:
-    """Times of 1 and 2 boards on one rack; returns the wall-time ratio of the best runs."""
+) -> tuple[float, tuple[float, float] | None]:
+    """Times of 1 and 2 boards on one rack; returns the wall-time ratio of the best runs, and on
+    a paced rack the pacing's and the rest's ratios (report_pacing)."""
     baud, link = RACKS[name]
     devices = folder / name / "devices"
     devices.mkdir(parents=True)
@@ -174,9 +182,10 @@ def measure(
         f"    speed-up on two boards: {ratio:.2f}x wall, {one[1] / two[1]:.2f}x in pytest "
         f"(best of {repeats})"
     )
+    paced = None
     if baud is not None:
-        report_pacing(baud, folder / f"{name}-0-1", one[0], two[0])
-    return ratio
+        paced = report_pacing(baud, folder / f"{name}-0-1", one[0], two[0])
+    return ratio, paced
 
 
 def main() -> None:
@@ -184,6 +193,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per board count")
     parser.add_argument("-k", dest="select", help="a pytest -k selection of the suite")
     parser.add_argument("--only", choices=sorted(RACKS), help="one of the two racks")
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
     args = parser.parse_args()
     select = ["-k", args.select] if args.select else []
     os.environ.setdefault("HIL_FIRMWARE_DIR", str(REPO / ".hil" / "firmware"))
@@ -195,10 +205,13 @@ def main() -> None:
         f"operator suite on a virtual labgrid rack, 1 board vs 2 (commit {commit}, "
         f"{platform.machine()}, {os.cpu_count()} cores, runner {runner.parent.parent.name[:12]})"
     )
-    ratios = {}
+    ratios: dict[str, float] = {}
+    paced: dict[str, tuple[float, float] | None] = {}
     with tempfile.TemporaryDirectory(prefix="hil-lab-bench-") as tmp:
         for index, name in enumerate([args.only] if args.only else list(RACKS)):
-            ratios[name] = measure(name, runner, Path(tmp), args.repeats, index == 0, select)
+            ratios[name], paced[name] = measure(
+                name, runner, Path(tmp), args.repeats, index == 0, select
+            )
     if "uart" in ratios:
         verdict = "ok" if ratios["uart"] >= GOAL else "BELOW GOAL"
         print(
@@ -210,6 +223,27 @@ def main() -> None:
             f"  start-up-bound speed-up ({TITLES['fast']}): {ratios['fast']:.2f}x (no goal: "
             "each worker's start-up outweighs the suite's board time)"
         )
+    if args.record:
+        record_figures(ratios, paced, " ".join(["bench/lab_speedup.py", *sys.argv[1:]]))
+
+
+def record_figures(
+    ratios: dict[str, float], paced: dict[str, tuple[float, float] | None], command: str
+) -> None:
+    """The speed-ups (two boards over one) the docs quote, of the racks this run measured."""
+    figures: list[tuple[str, float, str]] = []
+    pacing = paced.get("uart")
+    if "uart" in ratios and pacing is not None:
+        uart = TITLES["uart"]
+        figures += [
+            ("uart_speedup", ratios["uart"], f"operator suite on {uart}"),
+            ("uart_pacing_speedup", pacing[0], f"{uart}: splitting the paced UART time alone"),
+            ("uart_rest_speedup", pacing[1], f"{uart}: the rest of a run (host, start-up, leases)"),
+        ]
+    if "fast" in ratios:
+        figures.append(("fast_speedup", ratios["fast"], f"operator suite on {TITLES['fast']}"))
+    for name, value, what in figures:
+        record(f"lab_speedup.{name}", round(value, 2), "x", f"two boards over one, {what}", command)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,10 @@ import numpy as np
 import torch
 from torch import nn
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record
+
 import hil
 from hil.arrays import Array
 
@@ -188,6 +192,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", nargs="+", default=list(TARGETS))
     parser.add_argument("--results", type=Path, default=Path(".hil/bench-mutants"))
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
     args = parser.parse_args()
     caught: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     alarms: list[str] = []
@@ -236,6 +241,15 @@ def main() -> int:
     for line in missed:
         print(f"  {line}")
     met = not alarms and not missed
+    if args.record:
+        command = " ".join(["bench/mutants.py", *sys.argv[1:]])
+        big = sum(n for (_, _, band), (_, n) in caught.items() if band != "<1%")
+        for name, value, unit, what in (
+            ("big", big, "mutants", "mutants of 1 % of the range and more, and gross ones"),
+            ("missed", len(missed), "mutants", "of those, not caught"),
+            ("false_alarms", len(alarms), "runs", "clean runs that failed"),
+        ):
+            record(f"mutants.{name}", value, unit, what, command)
     print(
         "goal (every mutant of 1 % of the range and more caught, no false alarm): "
         + ("met" if met else "NOT met")

@@ -20,6 +20,7 @@ inputs; hil's case ids carry the target and recipe, which are taken off to pair 
 * every case where the two disagree, with hil's reason.
 
 Nothing is asserted; the numbers are for the README (ARCHITECTURE.md: benches print ratios).
+`--record` writes the figures the docs quote to bench/figures.json.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = (
@@ -168,6 +173,7 @@ def main() -> int:
         "--recipe", default="ethos-u", help="the recipe hil's ids name on a target without an NPU"
     )
     parser.add_argument("-k", default="tosa_INT", help="their test selection (default tosa_INT)")
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
     args = parser.parse_args()
     folder = their_folder()
     files = [str(folder / f"{name}.py") for name in args.files]
@@ -253,8 +259,43 @@ def main() -> int:
             f"{hil_outcome[1][:240]}"
         )
     print(f"verdicts agree on {agree} cases, differ on {differ}")
+    if args.record:
+        command = " ".join(["bench/npu_vs_executorch.py", *sys.argv[1:]])
+        both = len(ran_theirs & ran_ours)
+        record_figures((t_et, t_fast, t_cold, t_warm), both, agree, command)
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def record_figures(
+    seconds: tuple[float | None, float | None, float | None, float | None],
+    cases: int,
+    agree: int,
+    command: str,
+) -> None:
+    """The figures the docs quote, rounded as printed: per-case seconds (start-up apart) of their
+    harness, it with hil's export speed-up, hil cold and warm, and hil's speed-ups; a time
+    within start-up noise (None) is not recorded, and that is printed."""
+    t_et, t_fast, t_cold, t_warm = seconds
+
+    def speedup(ours: float | None) -> float | None:
+        return t_et / ours if t_et is not None and ours is not None else None
+
+    figures: list[tuple[str, float | None, int, str, str]] = [  # name, value, digits, unit, what
+        ("their_case_s", t_et, 2, "s", "their harness, a case"),
+        ("their_sped_up_case_s", t_fast, 2, "s", "their harness + hil's export speed-up, a case"),
+        ("hil_cold_case_s", t_cold, 2, "s", "hil, cold cache, a case"),
+        ("hil_warm_case_s", t_warm, 3, "s", "hil, warm cache, a case"),
+        ("cold_speedup", speedup(t_cold), 2, "x", "hil cold's speed-up over their harness, a case"),
+        ("warm_speedup", speedup(t_warm), 2, "x", "hil warm's speed-up over their harness, a case"),
+        ("cases", cases, 0, "cases", "their operator cases both sides ran"),
+        ("agree", agree, 0, "cases", "of those, hil's verdict and theirs agree"),
+    ]
+    for name, value, digits, unit, what in figures:
+        if value is None:
+            print(f"  not recorded: npu_vs_executorch.{name} (within start-up noise)")
+        else:
+            record(f"npu_vs_executorch.{name}", round(value, digits), unit, what, command)
 
 
 if __name__ == "__main__":

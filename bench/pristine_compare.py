@@ -8,7 +8,7 @@ verdict and `.pte` digest side by side. Printed, never asserted.
 Each mode exports every artifact afresh (counted from the records' `exported_now`); a check
 whose verdict or digest differs between the modes is listed, and the report's provenance says
 which speed-up parts each run had on. A third run on the speed-ups' cache counts what a warm
-run exports (issue #38: nothing).
+run exports (issue #38: nothing). `--record` writes the figures to bench/figures.json for the docs.
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,6 +64,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", nargs="+", default=["host", "u85-ref"])
     parser.add_argument("--select", nargs="+", default=["suites"])
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
     args = parser.parse_args()
     os.environ.pop("HIL_PRISTINE_EXPORT", None)
     with tempfile.TemporaryDirectory(prefix="hil-pristine-") as folder:
@@ -104,6 +109,16 @@ def main() -> int:
         f"{again_made - fast_made} programs added, "
         f"{sum(map(_exported, again.values()))} records say exported now, {again_s:.0f} s"
     )
+    if args.record:
+        command = " ".join(["bench/pristine_compare.py", *sys.argv[1:]])
+        for name, value, unit, what in (
+            ("checks", len(both), "checks", "checks compared, each mode from an empty cache"),
+            ("verdicts_differ", len(verdicts), "checks", "verdicts that differ between modes"),
+            ("pte_differ", len(digests), "programs", ".pte digests that differ between modes"),
+            ("time_x", round(pristine_s / fast_s, 2), "x", "pristine over speed-ups, cold"),
+            ("warm_exported", again_made - fast_made, "programs", "a warm run's new programs"),
+        ):
+            record(f"pristine_compare.{name}", value, unit, what, command)
     return 0
 
 

@@ -8,6 +8,7 @@ Each configuration exports the same cases cold (an empty cache) in a fresh proce
 alternating configurations over --rounds rounds: every part, none (pristine, torch and
 ExecuTorch as shipped), and every part but one (HIL_SPEEDUPS_OFF=<part>), for each part. A
 part's gain is the time without it over the time with all: 1.00 means it saves nothing here.
+`--record` writes the figures the docs quote to bench/figures.json.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record  # noqa: E402
 
 from hil.speedups.switch import LEFT_OUT, PRISTINE, parts  # noqa: E402
 
@@ -59,6 +63,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hil-speedup-parts-"))
     names = [p.name for p in parts()]
@@ -75,9 +80,21 @@ def main() -> int:
     )
     pristine = statistics.median(times["none (pristine)"])
     print(f"  none (pristine): {pristine:.1f} s, {pristine / base:.2f}x the time of every part")
+    exports = f"cold exports of {args.rows} operator rows"
+    figures = [
+        ("all_s", round(base, 1), "s", f"{exports}, every speed-up part"),
+        ("none_s", round(pristine, 1), "s", f"{exports}, no speed-up part (as shipped)"),
+        ("none_ratio", round(pristine / base, 2), "x", "time with no part over with every part"),
+    ]
     for name in names:
         without = statistics.median(times[f"all but {name}"])
         print(f"  without {name:<22} {without:6.1f} s: gain {without / base:.2f}")
+        what = f"time without {name} over with every part"
+        figures.append((f"without_{name.replace('-', '_')}", round(without / base, 2), "", what))
+    if args.record:
+        command = " ".join(["bench/speedup_parts.py", *sys.argv[1:]])
+        for name, value, unit, what in figures:
+            record(f"speedup_parts.{name}", value, unit, what, command)
     return 0
 
 

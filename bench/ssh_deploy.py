@@ -16,6 +16,7 @@ redeploy of an unchanged model moves. Goals: copy ratio >= 0.9, redeploy 0 bytes
 
 The .pte is a real program (fp32 Linear layers, about 50 MB of weights, portable recipe), so
 the runner's load is a real load. Run: .venv/bin/python bench/ssh_deploy.py [--repeats 3]
+[--record] (`--record` writes the figures the docs quote to bench/figures.json).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ import time
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record
 
 from hil.artifacts.store import Artifact
 from hil.case import case_from_module
@@ -74,6 +79,7 @@ def raw_sftp_seconds(target: SshTarget, pte: Path) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="hil-bench-ssh-"))
     os.environ["HIL_EMU_DIR"] = str(scratch / "emu")  # a fresh "Pi": nothing on its disk
@@ -135,6 +141,13 @@ def main() -> int:
         f"  redeploy after a runner restart    {after_restart.bytes_sent} bytes moved, "
         f"{after_restart_s:.2f} s (the runner reads it from the device's disk)"
     )
+    if args.record:
+        command = " ".join(["bench/ssh_deploy.py", *sys.argv[1:]])
+        ratio = round(rate(copy) / rate(raw), 2)
+        what = "deploy's copy throughput over raw SFTP's, pi5-emu"
+        record("ssh_deploy.copy_ratio", ratio, "", what, command)
+        what = "bytes a redeploy of an unchanged model moves, pi5-emu"
+        record("ssh_deploy.redeploy_bytes", again.bytes_sent, "B", what, command)
     return 0 if again.bytes_sent == 0 and after_restart.bytes_sent == 0 else 1
 
 

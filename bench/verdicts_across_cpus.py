@@ -25,6 +25,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import record
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
 PATHS = ("default", "avx2", "avx512")
@@ -109,6 +113,7 @@ def main() -> int:
         metavar="PATH",
         help="take these paths' verdicts from an earlier run in --work instead of running them",
     )
+    parser.add_argument("--record", action="store_true", help="write bench/figures.json")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     usable = [p for p in PATHS if capability_runs(p)]
@@ -118,12 +123,14 @@ def main() -> int:
         + (f"; not on this CPU: {', '.join(skipped)}" if skipped else "")
     )
     by_path: dict[str, dict[Key, tuple[str, float | None]]] = {}
+    largest = 0.0
     for path in usable:
         reused = path in args.reuse
         seconds = 0.0 if reused else run_suites(path, args.targets, args.work, args.keep)
         by_path[path] = verdicts(args.work / f"results-{path}")
         counts = Counter(v for v, _ in by_path[path].values())
         margins = [m for v, m in by_path[path].values() if v == "PASS" and m is not None]
+        largest = max([largest, *margins])
         print(
             f"  {path:8s} "
             + ("(earlier run)" if reused else f"{seconds / 60:5.1f} min")
@@ -143,6 +150,15 @@ def main() -> int:
     for key in differing:
         row = ", ".join(f"{p}: {by_path[p].get(key, ('ABSENT', None))[0]}" for p in usable)
         print(f"  {key[0]} on {key[1]} [{key[2]}]: {row}")
+    if args.record:
+        command = " ".join(["bench/verdicts_across_cpus.py", *sys.argv[1:]])
+        for name, value, unit, what in (
+            ("paths", len(usable), "paths", "SIMD paths run (ATEN_CPU_CAPABILITY)"),
+            ("checks", len(keys), "checks", f"checks on {len(args.targets)} targets, each path"),
+            ("differ", len(differing), "checks", "checks whose verdict differs between paths"),
+            ("largest_share", round(largest, 2), "", "largest share of its limit a PASS used"),
+        ):
+            record(f"verdicts_across_cpus.{name}", value, unit, what, command)
     return 1 if differing else 0
 
 

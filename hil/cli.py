@@ -16,6 +16,7 @@ from hil import check_command, sdk_command
 from hil.devices import DeviceRegistry, default_device_dirs
 from hil.errors import HilError
 from hil.explore import command as explore_command
+from hil.quiet import quiet_library_noise
 from hil.report import command as report_command
 
 Command = Callable[[argparse.Namespace], int]
@@ -167,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    quiet_library_noise()
     run: Command = args.run
     try:
         return run(args)

@@ -54,6 +54,11 @@ SPEEDUPS_OFF = Variable(
 UNTESTED_EXECUTORCH = Variable(
     "HIL_UNTESTED_EXECUTORCH", "", "1: run beside an ExecuTorch outside the supported range"
 )
+SHOW_LIBRARY_NOISE = Variable(
+    "HIL_SHOW_LIBRARY_NOISE",
+    "",
+    "1: show the other libraries' start-up warnings hil's commands keep quiet (hil.quiet)",
+)
 
 VARIABLES = (
     CACHE_DIR,
@@ -68,4 +73,5 @@ VARIABLES = (
     PRISTINE_EXPORT,
     SPEEDUPS_OFF,
     UNTESTED_EXECUTORCH,
+    SHOW_LIBRARY_NOISE,
 )

@@ -25,13 +25,16 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--hil-require",
         action="store_true",
-        help="a target that cannot run here fails its cases instead of skipping them (for CI)",
+        help="takes no argument: a target that cannot run here fails its cases instead of "
+        "skipping them, and a check that could not be judged (NOT JUDGED) fails too (for CI)",
     )
     group.addoption(
         "--hil-full", action="store_true", help="also run cases tagged 'full' (the whole sweep)"
     )
     group.addoption(
-        "--hil-large", action="store_true", help="also run cases tagged 'large' (big models)"
+        "--hil-large",
+        action="store_true",
+        help="also run cases tagged 'large' (big models such as OPT-125M)",
     )
     group.addoption(
         "--hil-explain",
@@ -43,21 +46,29 @@ def add_options(parser: pytest.Parser) -> None:
         "--hil-no-profile",
         action="store_true",
         help="no per-operator profile from the device's ETDump (runner targets record one per "
-        "check, in runs apart from the judged ones; an FVP's runs are slow)",
+        "check, in runs apart from the judged ones: as many as the device file's min_runs, at "
+        "most 5; an FVP's runs are slow)",
     )
     group.addoption(
-        "--hil-cache-dir", type=Path, help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)"
+        "--hil-cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="artifact cache (default: $HIL_CACHE_DIR or .hil/cache)",
     )
     group.addoption(
         "--hil-results-dir",
         type=Path,
-        help="arrays and results (default: $HIL_RESULTS_DIR or .hil/results)",
+        metavar="DIR",
+        help="arrays of every check, run.json and records.jsonl (default: $HIL_RESULTS_DIR or "
+        ".hil/results)",
     )
     group.addoption(
         "--hil-devices",
         action="append",
         type=Path,
-        help="folder of device files (default: ./devices)",
+        metavar="DIR",
+        help="a folder of device files (repeatable); given, it replaces the default: the "
+        "project's devices/, then the folders in $HIL_DEVICES",
     )
     group.addoption(
         "--hil-report",

@@ -27,6 +27,7 @@ from hil.errors import (
     RunRefused,
     TargetUnavailable,
 )
+from hil.quiet import runtime_start_quietly
 from hil.settings import HostSettings
 from hil.targets.base import Deployment, RunResult, Target
 from hil.threads import intra_op_threads
@@ -85,13 +86,14 @@ class HostTarget(Target):
                 f"the ExecuTorch runtime cannot be imported: {e}",
                 fix="install executorch>=1.4 (make suites does this)",
             ) from e
-        Runtime.get()
         self._programs = HeldPrograms()
         settings = self.spec.settings
         self._threads = settings.threads if isinstance(settings, HostSettings) else 1
         from executorch.extension.pybindings import portable_lib
 
-        portable_lib._unsafe_reset_threadpool(self._threads)
+        with runtime_start_quietly():
+            Runtime.get()
+            portable_lib._unsafe_reset_threadpool(self._threads)
 
     def _deploy(self, artifact: Artifact) -> Deployment:
         try:

@@ -23,7 +23,8 @@ TARGET_PACKAGES = ("hil.targets", "hil.resources", "hil.runner", "hil.lab")
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("kinds", "arrays", "locks", "processes", "progress", "threads", "paths", "bundled",
-     "capture", "call", "tolerance_override", "simd", "environment"),  # foundations: no torch, no device
+     "capture", "call", "tolerance_override", "simd", "environment", "quiet"),  # foundations
+
     ("compat",),  # where the supported ExecuTorch versions differ, asked as capabilities
     ("settings",),  # a device file's typed keys
     ("devices",),  # the registry of device files
@@ -47,7 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report", "explore", "doctor"),  # what a run wrote, the program browser, the checks
     ("plugin",),  # pytest's front door
     ("executorch_ops", "api", "library", "check_command", "sdk_command"),  # on the plugin/session
-    ("cli", "hil"),  # the command line; `import hil` (names loaded on first use)
+    ("cli", "usage", "hil"),  # the command line and its docs; `import hil` (loaded on first use)
 )
 # fmt: on
 
