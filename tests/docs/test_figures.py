@@ -122,6 +122,8 @@ def test_the_figure_rule_reads_prose_as_meant(text: str, flagged: bool, tmp_path
 
 def test_a_hash_and_a_date_are_caught_and_words_are_not(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("at f6cc4fb\nmeasured 2026-12-05\na defaced cafe\n```\nbuild 3b6068392324\n```\n")
+    page.write_text(
+        "at f6cc4fb\nmeasured 2026-12-05\na defaced cafe\n```\nbuild 3b6068392324\n```\n"
+    )
     caught = [t for _, t in prose(page) if _HASH.search(t) or _DATE.search(t)]
     assert caught == ["at f6cc4fb", "measured 2026-12-05"]
