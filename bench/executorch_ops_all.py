@@ -281,6 +281,13 @@ def main() -> int:
         "for a run of the whole op folder on tosa-fp-ref and u85-ref",
     )
     parser.add_argument(
+        "--cache",
+        type=Path,
+        metavar="DIR",
+        help="hil's artifact cache (default: a new one in the work folder); an earlier run's "
+        "cache re-judges its programs without exporting (its times are then not cold)",
+    )
+    parser.add_argument(
         "--no-times",
         action="store_true",
         help="with --record: leave the time figures as they are (this run shared the machine)",
@@ -299,7 +306,7 @@ def main() -> int:
     work = args.report or Path(tempfile.mkdtemp(prefix="hil-et-all-"))
     base = {
         **os.environ,
-        "HIL_CACHE_DIR": str(work / "cache"),
+        "HIL_CACHE_DIR": str(args.cache or work / "cache"),
         "PYTHONPATH": str(REPO),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }

@@ -56,7 +56,7 @@ def their_verdict(
     if not outputs or len(outputs) != len(against):
         return TheirVerdict(None, f"outputs and {reference_name} differ in count")
     scales = artifact.output_scales or ()
-    worst, worst_at = 0.0, ""
+    worst, worst_at = -np.inf, ""
     figures: tuple[float | None, float | None] = (None, None)
     for i, (out, ref) in enumerate(zip(outputs, against, strict=True)):
         step = scales[i] if i < len(scales) else None
@@ -64,15 +64,15 @@ def their_verdict(
         if out.shape != ref.shape:
             return TheirVerdict(False, f"output {i}: shape {out.shape} against {ref.shape}")
         excess_each, error = _excess(out, ref, limit, rtol)
-        excess = float(np.max(excess_each)) if excess_each.size else 0.0
-        if excess > worst or not worst_at:
+        excess = float(np.max(excess_each)) if excess_each.size else -np.inf
+        if excess > worst or not worst_at:  # the output nearest its bound, or furthest past
             figures = _worst_element(excess_each, error)
             worst, worst_at = (
                 excess,
                 f"output {i}: max |error| {float(error.max(initial=0)):.4g}"
                 f" against atol {limit:.4g} + rtol {rtol:g}*|{reference_name}|",
             )
-    passed = worst <= 0.0
+    passed = bool(worst <= 0.0)
     return TheirVerdict(
         passed,
         f"allclose vs {reference_name} (atol {atol:g} + qtol {qtol:g}"
@@ -98,8 +98,9 @@ def _worst_element(
 def _excess(
     out: np.ndarray[Any, Any], ref: np.ndarray[Any, Any], atol: float, rtol: float
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Each element's error beyond torch.isclose's allowance, and its error. As in torch, equal
-    values are close (infinities of one sign included) and a non-finite value is close to
+    """Each element's error beyond torch.isclose's allowance (negative: within it, by that
+    much), and its error. As in torch, equal values are close (infinities of one sign included:
+    with no finite allowance, they count as furthest within) and a non-finite value is close to
     nothing else (NaN to nothing)."""
     out64, ref64 = out.astype(np.float64), ref.astype(np.float64)
     same = out64 == ref64
@@ -107,7 +108,8 @@ def _excess(
     with np.errstate(invalid="ignore"):
         error = np.where(same, 0.0, np.abs(out64 - ref64))
         beyond = error - (atol + rtol * np.abs(ref64))
-    return np.where(same, 0.0, np.where(finite, beyond, np.inf)), np.nan_to_num(error, nan=np.inf)
+    excess = np.where(finite, beyond, np.where(same, -np.inf, np.inf))
+    return excess, np.nan_to_num(error, nan=np.inf)
 
 
 def _indexed(stored: Any, prefix: str) -> tuple[np.ndarray[Any, Any], ...]:

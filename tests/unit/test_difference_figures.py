@@ -74,3 +74,19 @@ def test_their_rule_gives_the_worst_elements_error_and_its_allowance(tmp_path: P
     assert verdict.passed is False  # 0.003 > 1e-3 + 1e-3 x 2
     assert verdict.max_error == pytest.approx(0.003, rel=1e-3)
     assert verdict.allowed == pytest.approx(0.001 + 0.001 * 2.0, rel=1e-6)
+
+
+def test_a_pass_with_exact_elements_still_names_its_worst_element(tmp_path: Path) -> None:
+    """Exact elements are close with their whole allowance left: the figure is the element that
+    came nearest its bound, never an exact one (which read "0 against 0")."""
+    reference = np.array([1.0, 2.0, 4.0], dtype=np.float32)
+    output = reference + np.array([0.0, 0.0025, 0.0], dtype=np.float32)
+    arrays = tmp_path / "arrays.npz"
+    np.savez(arrays, output0=output, reference0=reference, output1=reference, reference1=reference)
+    call = PipelineCall("TosaPipelineFP", None, (), {})
+    artifact: Any = SimpleNamespace(output_scales=())
+    verdict = their_verdict(call, "fp", arrays, artifact)
+    assert verdict.passed is True
+    assert verdict.max_error == pytest.approx(0.0025, rel=1e-3)
+    assert verdict.allowed == pytest.approx(0.001 + 0.001 * 2.0, rel=1e-6)
+    assert "output 0" in verdict.detail  # the exact second output does not take its place
