@@ -99,7 +99,7 @@ def record_differences(rows: list[dict[str, Any]], path: Path = OPS_DIFFERENCES)
 
 def _table(figures: dict[str, Figure], prefix: str) -> str:
     rows = [
-        "| figure | value | measured | command |",
+        "| what | value | measured | command |",
         "| --- | --- | --- | --- |",
     ]
     for name, figure in figures.items():
