@@ -114,8 +114,10 @@ def add_options(parser: pytest.Parser) -> None:
         "in this process and the export workers (HIL_PRISTINE_EXPORT=1 does the same); "
         "artifacts are keyed apart from the patched ones",
     )
+    # No default here: an ini file that names targets is told apart from one that does not
+    # by the value alone (read_options falls back to host).
     parser.addini(
-        "hil_targets", "targets used when --target is not given", type="args", default=["host"]
+        "hil_targets", "targets used when --target is not given (default host)", type="args"
     )
 
 
@@ -173,11 +175,11 @@ DEFAULTS = {
 def hil_options_given(config: pytest.Config) -> bool:
     """Whether the command line or the ini file sets a hil option."""
     given = any(config.getoption(dest, default) != default for dest, default in DEFAULTS.items())
-    return given or "hil_targets" in config.inicfg
+    return given or bool(config.getini("hil_targets"))
 
 
 def read_options(config: pytest.Config) -> HilOptions:
-    targets = config.getoption("hil_targets") or config.getini("hil_targets")
+    targets = config.getoption("hil_targets") or config.getini("hil_targets") or ["host"]
     ordered = tuple(dict.fromkeys(t for item in targets for t in item.split(",") if t))
     tags = {
         tag
