@@ -574,8 +574,11 @@ def difference_row(
 
 
 def _cause(message: str) -> str:
-    """A failure's cause, short: the failing line without the case's name and numbers."""
-    text = re.sub(r"^\S+::\S+ on \S+ \[[^\]]+\]: ", "", message.strip())
+    """A failure's cause, short: its first line without hil's error class, the case's name and
+    numbers (so that one cause groups the cases it fails)."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    text = re.sub(r"^hil\.errors\.\w+: ", "", first)
+    text = re.sub(r"^\S+::\S+ on \S+ \[[^\]]+\]: ", "", text)
     text = re.sub(r"case '[^']+': ", "", text)
     return re.sub(r"[-+]?\d[\d.e+-]*", "N", text)[:150]
 

@@ -115,7 +115,7 @@ def _differences(path: Path = OPS_DIFFERENCES) -> str:
     rows = json.loads(path.read_text())
     by_cause: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        by_cause.setdefault(row["cause"], []).append(row)
+        by_cause.setdefault(f"{row['hil']}: {row['cause']}", []).append(row)
     lines = []
     for cause, found in sorted(by_cause.items(), key=lambda item: (-len(item[1]), item[0])):
         lines.append(f"* **{cause}** ({len(found)}):")
