@@ -367,10 +367,28 @@ def main() -> int:
         warm = None if args.no_warm else run_hil(chunks, work, base, "warm", targets, folder)
     measured = report(theirs, their_seconds, cold, warm, work)
     if args.record:
-        command = " ".join(["bench/executorch_ops_all.py", *sys.argv[1:]])
+        command = " ".join(["bench/executorch_ops_all.py", *measuring_arguments(sys.argv[1:])])
         record_figures(measured, command, times=not args.no_times)
     print(f"  (work folder, with each part's results: {work})")
     return 0
+
+
+def measuring_arguments(argv: list[str]) -> list[str]:
+    """The command line without the options that say where a run's files are or what is
+    written (`--report DIR`, `--cache DIR`, `--record`, `--no-times`): the command a reader
+    runs to measure the same thing."""
+    kept: list[str] = []
+    skip_value = False
+    for arg in argv:
+        if skip_value:
+            skip_value = False
+        elif arg in ("--report", "--cache"):
+            skip_value = True
+        elif arg not in ("--record", "--no-times") and not arg.startswith(
+            ("--report=", "--cache=")
+        ):
+            kept.append(arg)
+    return kept
 
 
 def print_left_out(left_out: dict[str, str], wanted: list[str]) -> set[str]:
@@ -507,11 +525,11 @@ def agreement(
             continue
         for hil_id, hil_outcome, message in by_case.get(case, []):
             target = target_of(hil_id)
-            if hil_outcome == "skipped" or not target:  # not judged by hil
-                continue
-            tally = tallies[asks_their_question(cold, case, target)]
             verdict = cold.verdicts.get((case, target))
-            if hil_outcome in ("passed", "xfailed") and verdict == "NOT JUDGED":
+            if not target or (hil_outcome == "skipped" and verdict != "NOT JUDGED"):
+                continue  # skipped by name: not a check of hil's
+            tally = tallies[asks_their_question(cold, case, target)]
+            if verdict == "NOT JUDGED":  # shown as a skip that names what could not be judged
                 tally.unjudged += 1
             elif hil_outcome in ("passed", "xfailed"):
                 tally.agree += 1

@@ -12,6 +12,7 @@ reason beside it) and the rule's allclose figures, so a reviewer sees which rule
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -127,12 +128,17 @@ def figures(record: Mapping[str, Any]) -> str:
     """A difference in two quantities: hil's measure nearest its limit (past it where hil
     failed) and the worst element's error against allclose's bound under their rule."""
     hil = hil_figure(record)
-    hil_part = (
-        f"hil {hil['metric']} {hil['observed']:.4g} against {hil['relation']} "
-        f"{hil['limit']:.4g} ({hil['share']:.3g} of the limit)"
-        if hil
-        else "hil: no numeric limit judged"
-    )
+    failed = [c for c in record.get("checks") or () if c.get("status") == "fail"]
+    if hil:
+        used = f"{hil['share']:.3g} of the limit" if math.isfinite(hil["share"]) else "past it"
+        hil_part = (
+            f"hil {hil['metric']} {hil['observed']:.4g} against {hil['relation']} "
+            f"{hil['limit']:.4g} ({used})"
+        )
+    elif failed and (failed[0].get("breaches") or failed[0].get("cause")):  # a type, a shape
+        hil_part = f"hil: {(failed[0].get('breaches') or [failed[0]['cause']])[0]}"
+    else:
+        hil_part = "hil: no numeric limit judged"
     extra = record.get(EXTRA, {})
     error, allowed = extra.get("their_rule_max_error"), extra.get("their_rule_allowed")
     if isinstance(error, (int, float)) and isinstance(allowed, (int, float)) and allowed > 0:
@@ -144,9 +150,12 @@ def figures(record: Mapping[str, Any]) -> str:
 
 def hil_figure(record: Mapping[str, Any]) -> dict[str, Any] | None:
     """hil's limit the check came nearest to (or went furthest past): metric, observed,
-    relation, limit, and the share of the limit used (over 1: past it). Failed checks first."""
+    relation, limit, and the share of the limit used (over 1: past it). Where a check failed,
+    only the failed checks' limits: a passing budget is not why the case failed."""
     best: tuple[bool, float, dict[str, Any]] | None = None
-    for check in record.get("checks") or ():
+    checks = record.get("checks") or ()
+    failed = [c for c in checks if c.get("status") == "fail"]
+    for check in failed or checks:
         observed = check.get("observed") or {}
         for limit in check.get("limits") or ():
             value, seen = limit.get("value"), observed.get(limit.get("metric"))
@@ -155,7 +164,7 @@ def hil_figure(record: Mapping[str, Any]) -> dict[str, Any] | None:
             if limit.get("relation") == "<=":
                 share = seen / value if value else (0.0 if seen == 0 else float("inf"))
             else:  # ">=": how much of the floor is missing
-                share = value / seen if seen else float("inf")
+                share = value / seen if seen > 0 else float("inf")  # 0 dB or under: past it
             figure = {
                 "metric": limit.get("metric"),
                 "observed": float(seen),

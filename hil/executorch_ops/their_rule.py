@@ -56,7 +56,7 @@ def their_verdict(
     if not outputs or len(outputs) != len(against):
         return TheirVerdict(None, f"outputs and {reference_name} differ in count")
     scales = artifact.output_scales or ()
-    worst, worst_at = -np.inf, ""
+    passed, worst_share, worst_at = True, -np.inf, ""
     figures: tuple[float | None, float | None] = (None, None)
     for i, (out, ref) in enumerate(zip(outputs, against, strict=True)):
         step = scales[i] if i < len(scales) else None
@@ -64,15 +64,15 @@ def their_verdict(
         if out.shape != ref.shape:
             return TheirVerdict(False, f"output {i}: shape {out.shape} against {ref.shape}")
         excess_each, error = _excess(out, ref, limit, rtol)
-        excess = float(np.max(excess_each)) if excess_each.size else -np.inf
-        if excess > worst or not worst_at:  # the output nearest its bound, or furthest past
-            figures = _worst_element(excess_each, error)
-            worst, worst_at = (
-                excess,
+        passed = passed and not bool(np.any(excess_each > 0.0))
+        share, element = _worst_element(excess_each, error)
+        if share > worst_share or not worst_at:  # the output that used most of its bound
+            figures, worst_share, worst_at = (
+                element,
+                share,
                 f"output {i}: max |error| {float(error.max(initial=0)):.4g}"
                 f" against atol {limit:.4g} + rtol {rtol:g}*|{reference_name}|",
             )
-    passed = bool(worst <= 0.0)
     return TheirVerdict(
         passed,
         f"allclose vs {reference_name} (atol {atol:g} + qtol {qtol:g}"
@@ -83,16 +83,19 @@ def their_verdict(
 
 def _worst_element(
     excess: np.ndarray[Any, Any], error: np.ndarray[Any, Any]
-) -> tuple[float | None, float | None]:
-    """The element nearest to (or furthest past) allclose's bound: its |error|, and the
-    allowance it had there (error - excess)."""
+) -> tuple[float, tuple[float | None, float | None]]:
+    """The element that used the largest share of its allowance under allclose (an exact one
+    uses none of it): that share, and the element's |error| and allowance (error - excess)."""
     if not excess.size:
-        return None, None
-    at = int(np.argmax(excess))
-    err, over = float(error.reshape(-1)[at]), float(excess.reshape(-1)[at])
-    if not (np.isfinite(err) and np.isfinite(over)):  # a NaN or infinity: no figure (JSON)
-        return None, None
-    return err, err - over
+        return -np.inf, (None, None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        allowance = error - excess
+        share = np.where(error == 0, 0.0, np.where(allowance > 0, error / allowance, np.inf))
+    at = int(np.argmax(np.nan_to_num(share, nan=np.inf)))
+    err, allowed = float(error.reshape(-1)[at]), float(allowance.reshape(-1)[at])
+    if not (np.isfinite(err) and np.isfinite(allowed)):  # a NaN or infinity: no figure (JSON)
+        return float(share.reshape(-1)[at]), (None, None)
+    return float(share.reshape(-1)[at]), (err, allowed)
 
 
 def _excess(

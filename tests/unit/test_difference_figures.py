@@ -90,3 +90,19 @@ def test_a_pass_with_exact_elements_still_names_its_worst_element(tmp_path: Path
     assert verdict.max_error == pytest.approx(0.0025, rel=1e-3)
     assert verdict.allowed == pytest.approx(0.001 + 0.001 * 2.0, rel=1e-6)
     assert "output 0" in verdict.detail  # the exact second output does not take its place
+
+
+def test_the_figure_is_the_element_that_used_most_of_its_allowance(tmp_path: Path) -> None:
+    """allclose allows more where the reference is larger: 0.0026 at 4.0 (allowed 0.005) used
+    more of its bound than 0.0005 at 0.0 (allowed 0.001), though it is further from its bound
+    in absolute terms; an exact element uses none of it."""
+    reference = np.array([0.0, 4.0, 0.0], dtype=np.float32)
+    output = reference + np.array([0.0005, 0.0026, 0.0], dtype=np.float32)
+    arrays = tmp_path / "arrays.npz"
+    np.savez(arrays, output0=output, reference0=reference)
+    call = PipelineCall("TosaPipelineFP", None, (), {})
+    artifact: Any = SimpleNamespace(output_scales=())
+    verdict = their_verdict(call, "fp", arrays, artifact)
+    assert verdict.passed is True
+    assert verdict.max_error == pytest.approx(0.0026, rel=1e-3)
+    assert verdict.allowed == pytest.approx(0.001 + 0.001 * 4.0, rel=1e-6)
