@@ -120,13 +120,16 @@ class PortBoard:
             )
         return None
 
-    def wait_for_port(self, timeout_s: float) -> None:
-        """Until the port's device node is back (a USB re-enumeration), or TransportError."""
+    def wait_for_port(self, timeout_s: float, whole_s: float | None = None) -> None:
+        """Until the port's device node is back (a USB re-enumeration), or TransportError.
+        `whole_s`: the whole wait this one is the rest of, as the message gives it (the
+        remainder of a deadline reads 4.99999 s)."""
         deadline = time.monotonic() + timeout_s
         while self.is_device_node and not Path(self.url).exists():
             if time.monotonic() >= deadline:
+                waited = timeout_s if whole_s is None else whole_s
                 raise TransportError(
-                    f"{self.name}: the port {self.url} did not come back within {timeout_s:g} s",
+                    f"{self.name}: the port {self.url} did not come back within {waited:g} s",
                     fix="plug the board in again (ls /dev/serial/by-id/ names the ports by board)",
                 )
             time.sleep(0.1)

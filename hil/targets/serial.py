@@ -105,7 +105,9 @@ class SerialTarget(RunnerTarget):
             return self._connect()
         deadline = time.monotonic() + self._settings.port_return_s
         while True:
-            board.wait_for_port(max(deadline - time.monotonic(), 0.0))
+            board.wait_for_port(
+                max(deadline - time.monotonic(), 0.0), whole_s=self._settings.port_return_s
+            )
             try:
                 return self._connect()
             except TransportError:
