@@ -14,7 +14,7 @@ import pytest
 from hil.executorch_ops.calls import PipelineCall
 from hil.executorch_ops.runner import EXTRA
 from hil.executorch_ops.summary import figures, hil_figure
-from hil.executorch_ops.their_rule import their_verdict
+from hil.executorch_ops.their_rule import TheirVerdict, their_verdict
 
 
 def check(status: str, observed: dict[str, float], *limits: tuple[str, str, float]) -> Any:
@@ -23,6 +23,15 @@ def check(status: str, observed: dict[str, float], *limits: tuple[str, str, floa
         "observed": observed,
         "limits": [{"metric": m, "relation": r, "value": v} for m, r, v in limits],
     }
+
+
+def float_verdict(tmp_path: Path, **stored: np.ndarray[Any, Any]) -> TheirVerdict:
+    """Their rule on a float row whose stored arrays are `stored` (output0, reference0, ...)."""
+    arrays = tmp_path / "arrays.npz"
+    np.savez(arrays, **stored)
+    call = PipelineCall("TosaPipelineFP", None, (), {})
+    artifact: Any = SimpleNamespace(output_scales=())
+    return their_verdict(call, "fp", arrays, artifact)
 
 
 def test_the_failed_limit_is_the_figure_with_the_share_of_it_used() -> None:
@@ -66,11 +75,7 @@ def test_a_passing_check_names_the_limit_it_came_nearest_to() -> None:
 def test_their_rule_gives_the_worst_elements_error_and_its_allowance(tmp_path: Path) -> None:
     reference = np.array([1.0, 2.0, 4.0], dtype=np.float32)
     output = reference + np.array([0.0005, 0.003, 0.0], dtype=np.float32)
-    arrays = tmp_path / "arrays.npz"
-    np.savez(arrays, output0=output, reference0=reference)
-    call = PipelineCall("TosaPipelineFP", None, (), {})
-    artifact: Any = SimpleNamespace(output_scales=())
-    verdict = their_verdict(call, "fp", arrays, artifact)
+    verdict = float_verdict(tmp_path, output0=output, reference0=reference)
     assert verdict.passed is False  # 0.003 > 1e-3 + 1e-3 x 2
     assert verdict.max_error == pytest.approx(0.003, rel=1e-3)
     assert verdict.allowed == pytest.approx(0.001 + 0.001 * 2.0, rel=1e-6)
@@ -81,11 +86,9 @@ def test_a_pass_with_exact_elements_still_names_its_worst_element(tmp_path: Path
     came nearest its bound, never an exact one (which read "0 against 0")."""
     reference = np.array([1.0, 2.0, 4.0], dtype=np.float32)
     output = reference + np.array([0.0, 0.0025, 0.0], dtype=np.float32)
-    arrays = tmp_path / "arrays.npz"
-    np.savez(arrays, output0=output, reference0=reference, output1=reference, reference1=reference)
-    call = PipelineCall("TosaPipelineFP", None, (), {})
-    artifact: Any = SimpleNamespace(output_scales=())
-    verdict = their_verdict(call, "fp", arrays, artifact)
+    verdict = float_verdict(
+        tmp_path, output0=output, reference0=reference, output1=reference, reference1=reference
+    )
     assert verdict.passed is True
     assert verdict.max_error == pytest.approx(0.0025, rel=1e-3)
     assert verdict.allowed == pytest.approx(0.001 + 0.001 * 2.0, rel=1e-6)
@@ -98,11 +101,7 @@ def test_the_figure_is_the_element_that_used_most_of_its_allowance(tmp_path: Pat
     in absolute terms; an exact element uses none of it."""
     reference = np.array([0.0, 4.0, 0.0], dtype=np.float32)
     output = reference + np.array([0.0005, 0.0026, 0.0], dtype=np.float32)
-    arrays = tmp_path / "arrays.npz"
-    np.savez(arrays, output0=output, reference0=reference)
-    call = PipelineCall("TosaPipelineFP", None, (), {})
-    artifact: Any = SimpleNamespace(output_scales=())
-    verdict = their_verdict(call, "fp", arrays, artifact)
+    verdict = float_verdict(tmp_path, output0=output, reference0=reference)
     assert verdict.passed is True
     assert verdict.max_error == pytest.approx(0.0026, rel=1e-3)
     assert verdict.allowed == pytest.approx(0.001 + 0.001 * 4.0, rel=1e-6)
