@@ -128,7 +128,7 @@ def figures(record: Mapping[str, Any]) -> str:
     """A difference in two quantities: hil's measure nearest its limit (past it where hil
     failed) and the worst element's error against allclose's bound under their rule."""
     hil = hil_figure(record)
-    failed = [c for c in record.get("checks") or () if c.get("status") == "fail"]
+    failed = failed_checks(record)
     if hil:
         used = f"{hil['share']:.3g} of the limit" if math.isfinite(hil["share"]) else "past it"
         hil_part = (
@@ -148,14 +148,16 @@ def figures(record: Mapping[str, Any]) -> str:
     return f"{hil_part}; {theirs}"
 
 
+def failed_checks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for c in record.get("checks") or () if c.get("status") == "fail"]
+
+
 def hil_figure(record: Mapping[str, Any]) -> dict[str, Any] | None:
     """hil's limit the check came nearest to (or went furthest past): metric, observed,
     relation, limit, and the share of the limit used (over 1: past it). Where a check failed,
     only the failed checks' limits: a passing budget is not why the case failed."""
     best: tuple[bool, float, dict[str, Any]] | None = None
-    checks = record.get("checks") or ()
-    failed = [c for c in checks if c.get("status") == "fail"]
-    for check in failed or checks:
+    for check in failed_checks(record) or record.get("checks") or ():
         observed = check.get("observed") or {}
         for limit in check.get("limits") or ():
             value, seen = limit.get("value"), observed.get(limit.get("metric"))
