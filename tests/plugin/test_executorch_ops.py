@@ -247,6 +247,43 @@ def test_an_authors_own_file_variants_assertions_and_what_cannot_pass(
     assert variants["test_authored::test_add_tosa_INT_built_in_a_helper"] == "int8"  # judged
 
 
+# Their test's own code failing before any pipeline is built (ExecuTorch's
+# test_tril_u55_INT_not_supported reads `Tril.exir_op`, which its module does not define).
+OWN_ERRORS = """
+import pytest
+import torch
+from executorch.backends.arm.test.tester.test_pipeline import TosaPipelineINT
+
+
+class Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+@pytest.mark.xfail(reason="add is not supported here", strict=True)
+def test_add_tosa_INT_expected_to_break():
+    TosaPipelineINT(Add(), (torch.rand(1, 8), torch.rand(1, 8)), Add.aten_op, []).run()
+
+
+def test_add_tosa_INT_broken():
+    TosaPipelineINT(Add(), (torch.rand(1, 8), torch.rand(1, 8)), Add.aten_op, []).run()
+"""
+
+
+def test_their_own_code_failing_before_a_pipeline_is_their_expected_failure_or_a_failure(
+    pytester: pytest.Pytester, shared_cache: Path
+) -> None:
+    pytester.makepyfile(test_own_errors=OWN_ERRORS)
+    result = run(pytester, shared_cache, "test_own_errors.py", "--target=u85-ref", "-rfsx")
+    result.assert_outcomes(failed=1, xfailed=1)
+    text = result.stdout.str()
+    assert (
+        "ExecuTorch expects it (add is not supported here): their test raised AttributeError: "
+        "type object 'Add' has no attribute 'aten_op' before any pipeline ran" in text
+    )
+    assert "FAILED test_own_errors.py::test_add_tosa_INT_broken" in text
+
+
 # A pipeline of their kind that hil does not stand in for, built in a helper (as their MXFP
 # tests do), beside a test that builds no pipeline at all.
 UNANSWERED = """
