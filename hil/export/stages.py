@@ -52,13 +52,31 @@ MAX_LINES = 12
 
 def brief(error: BaseException) -> str:
     """`Type: message` of an exporter's exception, readable: repeated list items counted, at
-    most a dozen lines (the rest is in the traceback the ExportError keeps as its cause)."""
+    most a dozen lines (the rest is in the traceback the ExportError keeps as its cause). Where
+    the exporter wrapped another error ("An error occurred when running the 'X' pass"), the
+    innermost one's first line follows: it is the one that says what to do."""
     text = REPEATED_LIST.sub(
         lambda m: f"[{m.group(1)} x {m.group(0).count(m.group(1))}]", str(error).strip()
     )
     lines = text.splitlines()
-    return (
+    said = (
         f"{type(error).__name__}: "
         + "\n".join(lines[:MAX_LINES])
         + ("\n..." if len(lines) > MAX_LINES else "")
     )
+    root = root_cause(error)
+    if root is error:
+        return said
+    first = (str(root).strip().splitlines() or [""])[0]
+    return f"{said}\n  caused by {type(root).__name__}: {first}"
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The innermost exception `error` was raised from or while handling (a cycle ends it)."""
+    seen = {id(error)}
+    while True:
+        inner = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+        if inner is None or id(inner) in seen:
+            return error
+        seen.add(id(inner))
+        error = inner

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hil.export.stages import failing_stage
+from hil.export.stages import brief, failing_stage
 
 meandim = pytest.importorskip("executorch.backends.arm._passes.decompose_meandim_pass")
 BACKEND = "/venv/site-packages/executorch/backends/arm/ethosu/backend.py"
@@ -43,3 +43,22 @@ def test_an_error_inside_vela_is_vela() -> None:
 
 def test_an_error_outside_every_known_stage_says_the_lowering() -> None:
     assert failing_stage(ValueError("x")) == "the Arm lowering"
+
+
+def test_a_pass_managers_wrapper_says_the_error_inside_it() -> None:
+    """torch's PassManager re-raises a pass's error as "An error occurred when running the 'X'
+    pass": the error inside (a source build of ExecuTorch without CMSIS-NN's bindings) is the
+    one that says what to do, so the message carries its first line."""
+    from torch.fx.passes.infra.pass_manager import PassManager
+
+    def needs_bindings(module: torch.fx.GraphModule) -> None:
+        raise ModuleNotFoundError("Cortex-M backend dependencies are not installed\nmore")
+
+    with pytest.raises(Exception) as raised:
+        PassManager([needs_bindings])(torch.fx.symbolic_trace(torch.nn.ReLU()))
+    said = brief(raised.value)
+    assert said.startswith("Exception: An error occurred when running the 'needs_bindings' pass")
+    assert said.endswith(
+        "\n  caused by ModuleNotFoundError: Cortex-M backend dependencies are not installed"
+    )
+    assert brief(ValueError("alone")) == "ValueError: alone"
