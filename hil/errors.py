@@ -8,6 +8,8 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     ├── DeviceSpecError       malformed devices/*.yaml (names the file and the key)
     ├── CaseError             a suite case that cannot be built or has malformed inputs
     ├── ExportError           PyTorch -> .pte failed (carries the exporter's message)
+    │   └── ExporterIncomplete  the installed ExecuTorch lacks a part the recipe needs (a
+    │                           source build without CMSIS-NN's bindings): never remembered
     ├── ResourceExhausted     this machine ran out of memory or disk (never remembered as the
     │                         model's failure; the lab's problem, like infrastructure)
     ├── CacheError            the artifact store could not be read or written
@@ -83,6 +85,12 @@ class CaseError(HilError):
 
 class ExportError(HilError):
     """Lowering a model to a .pte failed; the message carries the exporter's own words."""
+
+
+class ExporterIncomplete(ExportError):
+    """The installed ExecuTorch lacks a part a recipe lowers with (a source build configured
+    without CMSIS-NN's Python bindings). The environment's failure, not the model's: never
+    remembered as an export failure, so a rebuilt ExecuTorch is tried at once."""
 
 
 class ResourceExhausted(HilError):

@@ -31,7 +31,13 @@ import numpy as np
 
 from hil.arrays import Array
 from hil.artifacts.parts import ArtifactParts, OutputSensitivity
-from hil.errors import CacheError, ExportError, ResourceExhausted, resource_exhaustion
+from hil.errors import (
+    CacheError,
+    ExporterIncomplete,
+    ExportError,
+    ResourceExhausted,
+    resource_exhaustion,
+)
 from hil.locks import file_lock
 
 PTE_NAME = "model.pte"
@@ -228,6 +234,8 @@ class ArtifactCache:
                 shutil.rmtree(self._entry(key), ignore_errors=True)
             try:
                 return self._build(key, material, build, recipe, numerics, problem)
+            except ExporterIncomplete:
+                raise
             except ExportError as e:
                 self._remember_failure(key, e)
                 raise
@@ -285,7 +293,7 @@ class ArtifactCache:
                 kept = self._keep_failed(key, workdir)
                 if kept is None:
                     raise
-                raise ExportError(
+                raise type(e)(
                     f"{e.message}\n  the exporter's files are kept in {kept}", fix=e.fix
                 ) from e
             except ResourceExhausted:

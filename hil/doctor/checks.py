@@ -74,6 +74,24 @@ def package(module: str, distribution: str, fix: str) -> Finding:
 
 def check_executorch(spec: DeviceSpec) -> Iterator[Finding]:
     yield package("executorch", "executorch", "pip install executorch>=1.4 (make setup does)")
+    if "cortex-m" in spec.recipe_names:
+        yield cmsis_nn_bindings(only_recipe=spec.kind == "cortex_m_ref")
+
+
+def cmsis_nn_bindings(only_recipe: bool) -> Finding:
+    """The Cortex-M lowering's CMSIS-NN bindings, which a source build may lack. cortex-m55-ref
+    runs nothing else, so its provisioning refuses without them (a skip); a board's other
+    recipes still run, and its Cortex-M cases fail to export, saying this."""
+    from hil.compat.cortex_m import CMSIS_NN_FIX, missing_cmsis_nn_bindings
+
+    what = "CMSIS-NN bindings"
+    missing = missing_cmsis_nn_bindings()
+    if missing is None:
+        return Finding(what, OK, "the Cortex-M lowering has what it needs")
+    if not only_recipe:
+        return Finding(what, NOTE, f"{missing}: its 'cortex-m' cases cannot export", CMSIS_NN_FIX)
+    error = TargetUnavailable(missing, fix=CMSIS_NN_FIX)
+    return Finding(what, MISSING, missing, CMSIS_NN_FIX, error)
 
 
 def check_tosa(spec: DeviceSpec) -> Iterator[Finding]:

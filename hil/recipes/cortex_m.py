@@ -30,7 +30,7 @@ import torch
 from hil.artifacts.partition import Fallback, PartitionReport
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase
-from hil.compat.cortex_m import edge_compile_config, quantizer
+from hil.compat.cortex_m import edge_compile_config, quantizer, require_cmsis_nn_bindings
 from hil.errors import UsageError
 from hil.ethos_u.macs import graph_macs, op_name
 from hil.export.lowering import exporter_step
@@ -118,6 +118,7 @@ class CortexMRecipe(Recipe):
         from executorch.backends.cortex_m.target_config import CortexMTargetConfig
         from executorch.exir import to_edge_transform_and_lower
 
+        require_cmsis_nn_bindings()
         case = built.case.name
         layout_case = _channels_last_case(built) if goes_channels_last(built) else built
         model = self.quantized_model(layout_case, workdir)

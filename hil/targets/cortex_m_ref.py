@@ -21,6 +21,7 @@ from hil.arrays import to_array
 from hil.artifacts.store import Artifact
 from hil.call import fresh
 from hil.case import Inputs
+from hil.compat.cortex_m import CMSIS_NN_FIX, missing_cmsis_nn_bindings
 from hil.devices import TimingPolicy
 from hil.errors import DeployError, DeviceSpecError, TargetUnavailable
 from hil.export.lowering import flatten_outputs
@@ -46,6 +47,9 @@ class CortexMRefTarget(Target):
                 f"ExecuTorch's cortex_m operators cannot be imported: {e}",
                 fix="install executorch>=1.4 (make suites does this)",
             ) from e
+        missing = missing_cmsis_nn_bindings()
+        if missing is not None:  # every case would fail inside the passes: nothing to run
+            raise TargetUnavailable(missing, fix=CMSIS_NN_FIX)
         for recipe in self.spec.recipes:
             if recipe.name != "cortex-m":
                 raise DeviceSpecError(

@@ -84,3 +84,21 @@ def test_running_out_of_memory_or_disk_is_never_remembered(
         "d" * 64, {}, lambda workdir: ExportProduct(pte=b"pte"), recipe="r", numerics="int8"
     )
     assert artifact.exported_now
+
+
+def test_an_exporter_lacking_a_part_is_never_remembered(tmp_path: Path) -> None:
+    """A source-built ExecuTorch without CMSIS-NN's bindings fails every Cortex-M export; once
+    it is rebuilt with them (same version, same commit, same key) the export runs for real."""
+    from hil.errors import ExporterIncomplete
+
+    def incomplete(workdir: Path) -> ExportProduct:
+        raise ExporterIncomplete("built without CMSIS-NN's Python bindings")
+
+    cache = ArtifactCache(tmp_path)
+    with pytest.raises(ExporterIncomplete):
+        cache.get_or_build("c" * 64, {}, incomplete, recipe="cortex-m", numerics="int8")
+    assert not (tmp_path / "failures").exists()
+    artifact = cache.get_or_build(
+        "c" * 64, {}, lambda workdir: ExportProduct(pte=b"pte"), recipe="cortex-m", numerics="int8"
+    )
+    assert artifact.exported_now
