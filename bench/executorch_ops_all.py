@@ -59,14 +59,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from figures import record, record_differences
+from figures import differences_file, record, record_differences
 from npu_vs_executorch import REPO, Run, junit_outcomes, junit_seconds, pytest_run, their_folder
 from their_harness import (
     FOLDERS,
     LEFT_OUT,
     SELECTION,
     WITHOUT_VGF,
-    all_files,
+    add_file_options,
     claim,
     covers,
     kept_dir,
@@ -74,6 +74,7 @@ from their_harness import (
     run_part,
     runnable,
     save,
+    wanted_files,
 )
 
 from hil.executorch_ops.runner import EXTRA
@@ -239,7 +240,7 @@ def read_hil(work: Path, label: str) -> HilSide | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", nargs="+", help="their file stems (default: all)")
+    add_file_options(parser, "all")
     parser.add_argument(
         "--part-size",
         type=int,
@@ -278,7 +279,8 @@ def main() -> int:
         "--record",
         action="store_true",
         help="write the figures the docs quote (bench/figures.json, bench/ops_differences.json): "
-        "for a run of the whole op folder on tosa-fp-ref and u85-ref",
+        "for a run of the whole op folder on tosa-fp-ref and u85-ref (on an older ExecuTorch: "
+        "ops_1_4.* figures and ops_differences_1_4.json)",
     )
     parser.add_argument(
         "--cache",
@@ -302,7 +304,8 @@ def main() -> int:
     folder = args.folder
     targets = args.targets or list(DEFAULT_TARGETS[folder])
     left_out = LEFT_OUT.get(folder, {})
-    files = runnable(args.files or all_files(folder), folder)
+    listed = wanted_files(args, folder)
+    files = runnable(listed, folder)
     work = args.report or Path(tempfile.mkdtemp(prefix="hil-et-all-"))
     base = {
         **os.environ,
@@ -311,7 +314,7 @@ def main() -> int:
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
     print(f"ExecuTorch's Arm {folder[:-1]} tests: {len(files)} files; hil on {', '.join(targets)}")
-    tests_left_out = print_left_out(left_out, args.files or all_files(folder))
+    tests_left_out = print_left_out(left_out, listed)
     if tests_left_out:  # hil's side deselects them; their side skips them itself, not counted
         base["HIL_BENCH_LEFT_OUT"] = ",".join(sorted(tests_left_out))
         base["PYTHONPATH"] = os.pathsep.join([str(REPO / "bench"), str(REPO)])
@@ -368,15 +371,16 @@ def main() -> int:
     measured = report(theirs, their_seconds, cold, warm, work)
     if args.record:
         command = " ".join(["bench/executorch_ops_all.py", *measuring_arguments(sys.argv[1:])])
-        record_figures(measured, command, times=not args.no_times)
+        record_figures(measured, command, figures_prefix(), times=not args.no_times)
     print(f"  (work folder, with each part's results: {work})")
     return 0
 
 
 def measuring_arguments(argv: list[str]) -> list[str]:
     """The command line without the options that say where a run's files are or what is
-    written (`--report DIR`, `--cache DIR`, `--record`, `--no-times`): the command a reader
-    runs to measure the same thing."""
+    written (`--report DIR`, `--cache DIR`, `--record`, `--no-times`) or that it reused their
+    kept runs (`--no-their-runs`; without it their missing files run first): the command a
+    reader runs to measure the same thing."""
     kept: list[str] = []
     skip_value = False
     for arg in argv:
@@ -384,7 +388,7 @@ def measuring_arguments(argv: list[str]) -> list[str]:
             skip_value = False
         elif arg in ("--report", "--cache"):
             skip_value = True
-        elif arg not in ("--record", "--no-times") and not arg.startswith(
+        elif arg not in ("--record", "--no-times", "--no-their-runs") and not arg.startswith(
             ("--report=", "--cache=")
         ):
             kept.append(arg)
@@ -476,8 +480,19 @@ class Measured:
     warm_s: float | None = None
 
 
-def record_figures(measured: Measured, command: str, times: bool = True) -> None:
-    """The op folder's figures the operator-tests page quotes (the times only from a run that
+def figures_prefix() -> str:
+    """Where a run's figures go: "ops" on the newest ExecuTorch hil supports (what `make setup`
+    installs), "ops_1_4" on an older one (what `make compat` installs), so the pages can quote
+    both releases' agreement side by side."""
+    from hil.compat.versions import NEWEST, installed
+
+    minor = installed().minor
+    newest = ".".join(NEWEST.split(".")[:2])
+    return "ops" if minor in (None, newest) else f"ops_{minor.replace('.', '_')}"
+
+
+def record_figures(measured: Measured, command: str, prefix: str, times: bool = True) -> None:
+    """The op folder's figures the docs quote, under `prefix` (the times only from a run that
     had the machine to itself)."""
     own = measured.own_question
     assert own is not None
@@ -501,8 +516,8 @@ def record_figures(measured: Measured, command: str, times: bool = True) -> None
     if times and measured.warm_s is not None:
         figure.append(("ops.warm_s", round(measured.warm_s), "s", "hil, warm cache, whole run"))
     for name, value, unit, what in figure:
-        record(name, value, unit, what, command)
-    record_differences(measured.rows)
+        record(name.replace("ops", prefix, 1), value, unit, what, command)
+    record_differences(measured.rows, differences_file(prefix))
     print(
         f"figures recorded: {len(figure)} in bench/figures.json, {len(measured.rows)} differences"
     )

@@ -25,8 +25,14 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 FIGURES = BENCH / "figures.json"
 # The differences with ExecuTorch's harness on the whole op folder, as executorch_ops_all.py
-# wrote them (`differences.json`): the operator-tests page lists them from here.
+# wrote them (`differences.json`): the operator-tests page lists them from here. A run on an
+# older supported ExecuTorch keeps its own list beside it (ops_differences_1_4.json).
 OPS_DIFFERENCES = BENCH / "ops_differences.json"
+
+
+def differences_file(prefix: str = "ops") -> Path:
+    """The list of differences kept beside the figures named `prefix` ("ops", "ops_1_4")."""
+    return BENCH / f"{prefix.replace('ops', 'ops_differences', 1)}.json"
 
 
 @dataclass(frozen=True)
@@ -111,8 +117,8 @@ def _table(figures: dict[str, Figure], prefix: str) -> str:
     return "\n".join(rows)
 
 
-def _differences(path: Path = OPS_DIFFERENCES) -> str:
-    rows = json.loads(path.read_text())
+def _differences(prefix: str = "ops") -> str:
+    rows = json.loads(differences_file(prefix).read_text())
     by_cause: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_cause.setdefault(f"{row['hil']}: {row['cause']}", []).append(row)

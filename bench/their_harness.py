@@ -116,6 +116,26 @@ def all_files(folder: str = "ops") -> list[str]:
     return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("test_*.py"))
 
 
+def add_file_options(parser: argparse.ArgumentParser, default: str) -> None:
+    """--files, or --files-from a list kept in the repository (bench/ops_sample_1_4.txt)."""
+    files = parser.add_mutually_exclusive_group()
+    files.add_argument("--files", nargs="+", help=f"their file stems (default: {default})")
+    files.add_argument(
+        "--files-from",
+        type=Path,
+        metavar="LIST",
+        help="their file stems, one a line ('#' starts a comment)",
+    )
+
+
+def wanted_files(args: argparse.Namespace, folder: str) -> list[str]:
+    """The files the options name, or every file of the folder."""
+    if args.files_from is not None:
+        lines = (line.split("#")[0].strip() for line in args.files_from.read_text().splitlines())
+        return [line for line in lines if line]
+    return list(args.files or all_files(folder))
+
+
 def kept_parts(folder: str = "ops") -> list[Part]:
     """Every kept part: the manifest's, and any a run wrote under a name of its own."""
     found: dict[str, Part] = {}
@@ -178,7 +198,7 @@ def run_part(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", nargs="+", help="their file stems (default: every file)")
+    add_file_options(parser, "every file")
     parser.add_argument("--part-size", type=int, default=12, help="files a pytest run")
     parser.add_argument("--again", action="store_true", help="rerun files already kept")
     parser.add_argument(
@@ -196,7 +216,7 @@ def main() -> int:
     parser.add_argument("--folder", choices=FOLDERS, default="ops", help="their test folder")
     args = parser.parse_args()
     folder = args.folder
-    wanted = runnable(args.files or all_files(folder), folder)
+    wanted = runnable(wanted_files(args, folder), folder)
     if args.again:
         shutil.rmtree(kept_dir(folder) / "claims", ignore_errors=True)
     kept = [p for p in kept_parts(folder) if covers(p, args.selection)]
