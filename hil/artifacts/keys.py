@@ -21,7 +21,7 @@ import torch
 from hil.artifacts.fingerprint import input_spec, tensors_fingerprint
 from hil.artifacts.source_digest import module_source_digest
 from hil.case import BuiltCase
-from hil.compat.versions import installed
+from hil.compat.versions import installed, source_tree_digest
 
 
 def case_material(built: BuiltCase, *, values: bool) -> dict[str, Any]:
@@ -68,8 +68,9 @@ def tool_versions() -> Mapping[str, str]:
         except importlib.metadata.PackageNotFoundError:
             versions[dist] = "absent"
     built_from = installed()
-    if built_from.source_checkout:  # a source build keeps its version across commits
+    if built_from.source_checkout:  # a source build keeps its version across commits and edits
         versions["executorch_commit"] = str(built_from.executorch_commit)
+        versions["executorch_tree"] = str(source_tree_digest())
     return types.MappingProxyType(versions)
 
 

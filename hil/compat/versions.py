@@ -11,10 +11,12 @@ stage; `HIL_UNTESTED_EXECUTORCH=1` goes on anyway, and every record then carries
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from hil import environment
 from hil.errors import UsageError
@@ -109,6 +111,29 @@ def require_supported() -> Installed:
         fix=f"install ExecuTorch {NEWEST} (or an earlier supported release), or set "
         f"{ALLOW_UNTESTED}=1 to run on {found.executorch} at your own risk",
     )
+
+
+@functools.cache
+def source_tree_digest() -> str | None:
+    """For a source build, what its installed package holds now (None for a release, whose
+    version says it): its Python files by content, its compiled ones by size and time. An
+    operator author edits a pass without committing, or rebuilds with other options, and the
+    commit stays the same; a cached program made by the earlier code must not be served."""
+    if installed().source_checkout is None:
+        return None
+    import executorch
+
+    digest = hashlib.sha256()
+    for root in map(Path, executorch.__path__):
+        for path in sorted(root.rglob("*")):
+            if path.suffix == ".py":
+                digest.update(f"{path.relative_to(root)}\0".encode() + path.read_bytes())
+            elif path.suffix in (".so", ".pyd"):
+                stat = path.stat()
+                digest.update(
+                    f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}".encode()
+                )
+    return digest.hexdigest()[:16]
 
 
 def _version(distribution: str) -> str:

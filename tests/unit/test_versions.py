@@ -3,6 +3,9 @@ tested range before any work starts."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from hil.compat import versions
@@ -50,3 +53,35 @@ def test_an_unsupported_version_is_refused_unless_asked_to_try(
 
 def test_this_environment_is_supported() -> None:
     assert versions.installed().supported, versions.installed().sentence()
+
+
+def test_a_source_builds_key_part_follows_its_files_not_only_its_commit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An operator author edits a pass in the checkout, or rebuilds with other options: the
+    commit is the same, the installed package is not, and its digest says so (a cached program
+    or a remembered failure of the earlier code is then not served)."""
+    import executorch
+
+    package = tmp_path / "executorch"
+    (package / "backends").mkdir(parents=True)
+    (package / "backends" / "pass_.py").write_text("SCALE = 1\n")
+    binding = package / "backends" / "_cmsis_nn.so"
+    binding.write_bytes(b"\0" * 8)
+    monkeypatch.setattr(executorch, "__path__", [str(package)])
+
+    def digest(found: Installed) -> str | None:
+        monkeypatch.setattr(versions, "installed", lambda: found)
+        versions.source_tree_digest.cache_clear()
+        return versions.source_tree_digest()
+
+    source = installed_as("1.5.0+cff6f4d", source="/src/executorch")
+    first = digest(source)
+    assert first is not None and digest(source) == first  # the same files, the same digest
+    (package / "backends" / "pass_.py").write_text("SCALE = 2\n")
+    edited = digest(source)
+    assert edited != first
+    os.utime(binding, ns=(1, 1))  # rebuilt with other options: another binary in place
+    assert digest(source) not in (first, edited)
+    assert digest(installed_as("1.5.1")) is None  # a release: its version says it all
+    versions.source_tree_digest.cache_clear()
