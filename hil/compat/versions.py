@@ -14,6 +14,7 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,15 +126,35 @@ def source_tree_digest() -> str | None:
 
     digest = hashlib.sha256()
     for root in map(Path, executorch.__path__):
-        for path in sorted(root.rglob("*")):
+        for path in _package_files(root):
+            relative = f"{path.relative_to(root)}\0".encode()
             if path.suffix == ".py":
-                digest.update(f"{path.relative_to(root)}\0".encode() + path.read_bytes())
-            elif path.suffix in (".so", ".pyd"):
+                digest.update(relative + path.read_bytes())
+            else:
                 stat = path.stat()
-                digest.update(
-                    f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}".encode()
-                )
+                digest.update(relative + f"{stat.st_size}\0{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
+
+
+# ExecuTorch's submodules (XNNPACK, flatbuffers, ...) and what is never code that runs
+NOT_THE_PACKAGE = frozenset({"third-party", ".git", "__pycache__"})
+
+
+def _package_files(root: Path) -> list[Path]:
+    """The package's Python and compiled files. An editable install's package folder is links
+    to the checkout's own folders (src/executorch/backends -> ../../backends), so links are
+    followed, each real folder once; submodules and build outputs are not the package."""
+    found: list[Path] = []
+    seen: set[str] = set()
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if d not in NOT_THE_PACKAGE)
+        found += [Path(folder, n) for n in sorted(names) if n.endswith((".py", ".so", ".pyd"))]
+    return found
 
 
 def _version(distribution: str) -> str:

@@ -84,4 +84,14 @@ def test_a_source_builds_key_part_follows_its_files_not_only_its_commit(
     os.utime(binding, ns=(1, 1))  # rebuilt with other options: another binary in place
     assert digest(source) not in (first, edited)
     assert digest(installed_as("1.5.1")) is None  # a release: its version says it all
+    # an editable install: the package folder links to the checkout's own folders
+    checkout = tmp_path / "checkout"
+    (checkout / "src" / "executorch").mkdir(parents=True)
+    (checkout / "exir").mkdir()
+    (checkout / "exir" / "pass_.py").write_text("SCALE = 1\n")
+    (checkout / "src" / "executorch" / "exir").symlink_to(checkout / "exir")
+    monkeypatch.setattr(executorch, "__path__", [str(checkout / "src" / "executorch")])
+    linked = digest(source)
+    (checkout / "exir" / "pass_.py").write_text("SCALE = 2\n")
+    assert digest(source) != linked
     versions.source_tree_digest.cache_clear()
