@@ -24,14 +24,12 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 FIGURES = BENCH / "figures.json"
-# The differences with ExecuTorch's harness on the whole op folder, as executorch_ops_all.py
-# wrote them (`differences.json`): the operator-tests page lists them from here. A run on an
-# older supported ExecuTorch keeps its own list beside it (ops_differences_1_4.json).
-OPS_DIFFERENCES = BENCH / "ops_differences.json"
 
 
 def differences_file(prefix: str = "ops") -> Path:
-    """The list of differences kept beside the figures named `prefix` ("ops", "ops_1_4")."""
+    """The list of differences kept beside the figures named `prefix`, as executorch_ops_all.py
+    wrote it: the operator-tests page lists ops_differences.json (the whole op folder), the
+    versions page an older release's (ops_differences_1_4.json)."""
     return BENCH / f"{prefix.replace('ops', 'ops_differences', 1)}.json"
 
 
@@ -95,7 +93,7 @@ def record(
     return figure
 
 
-def record_differences(rows: list[dict[str, Any]], path: Path = OPS_DIFFERENCES) -> None:
+def record_differences(rows: list[dict[str, Any]], path: Path) -> None:
     """Keep the op folder's differences with their harness for the operator-tests page."""
     path.write_text(json.dumps(rows, indent=1) + "\n")
 
