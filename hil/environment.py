@@ -60,6 +60,12 @@ SHOW_LIBRARY_NOISE = Variable(
     "1: show the other libraries' start-up warnings hil's commands keep quiet (hil.quiet)",
 )
 
+SIGNING_KEY_PASSWORD = Variable(
+    "HIL_SIGNING_KEY_PASSWORD",
+    "",
+    "the passphrase of an encrypted PEM key given to `hil report --sign` (hil.signing)",
+)
+
 VARIABLES = (
     CACHE_DIR,
     RESULTS_DIR,
@@ -74,4 +80,5 @@ VARIABLES = (
     SPEEDUPS_OFF,
     UNTESTED_EXECUTORCH,
     SHOW_LIBRARY_NOISE,
+    SIGNING_KEY_PASSWORD,
 )

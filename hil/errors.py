@@ -15,6 +15,10 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     ├── CacheError            the artifact store could not be read or written
     ├── ProgramUnreadable     a .pte that is not one, is damaged, or is another ExecuTorch's
     ├── ReportError           a results folder or report is unreadable or fails its schema
+    │   └── ReportAltered     a report, an input or a subject differs from what was sealed
+    │                         or signed (an edited report is never merged or verified)
+    ├── SigningError          a lab key cannot be loaded or cannot sign (hil.signing)
+    │   └── SignatureInvalid  a signature does not verify with the key given
     ├── ExplainError          the first-divergent-operator explainer cannot work on an
     │                         artifact (missing or damaged side files, no delegates)
     ├── SdkError              `hil sdk build` cannot make a bare-metal ExecuTorch (hil.sdk)
@@ -247,6 +251,19 @@ class BudgetExceeded(CheckFailed):
 
 class ReportError(HilError):
     """A results folder or report file cannot be read, is malformed, or fails its schema."""
+
+
+class ReportAltered(ReportError):
+    """A report, an input of a report, or a file a signed report vouches for no longer has the
+    bytes that were sealed or signed."""
+
+
+class SigningError(HilError):
+    """A lab key cannot be loaded, does not match its public half, or cannot sign."""
+
+
+class SignatureInvalid(SigningError):
+    """A signature does not verify with the key given: not signed by it, or changed since."""
 
 
 class ExplainError(HilError):

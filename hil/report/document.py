@@ -1,8 +1,12 @@
-"""report.json as a document: canonical form, SHA-256 digest, schema validation, reading, writing.
+"""report.json as a document: canonical form, content hash, schema validation, reading, writing.
 
-The digest lets a signed report be checked later: it is the SHA-256 of the report's canonical
-JSON with the `digest` member left out (keys sorted, no whitespace, ASCII only, no NaN). Any
-edit to any value changes it; re-serialising the same content never does.
+The content hash (the `digest` member) is the SHA-256 of the report's canonical JSON with the
+`digest` member left out (keys sorted, no whitespace, ASCII only, no NaN). Any edit to any value
+changes it; re-serialising the same content never does. It says the file is unchanged since it
+was sealed, not who sealed it: anyone can seal an edited report again. Who wrote a report is
+what its signature says (hil.report.attestation).
+
+Every JSON hil reads here refuses a member given twice: two parsers may keep different ones.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from typing import Any
 from hil.errors import ReportError
 
 SCHEMA_NAME = "hil-certification-report"
-# 3 added the 'quarantined' category, 4 the 'lowering' and 'device' questions; a version 2 or 3
-# report reads as it is
-SCHEMA_VERSION = 4
+# 3 added the 'quarantined' category, 4 the 'lowering' and 'device' questions, 5 the
+# `certification` (certifiable, reasons) and the `evidence` a signature covers; a version 2 to 4
+# report reads as it is (and is not certifiable: nothing judged its completeness)
+SCHEMA_VERSION = 5
 DIGEST_ALGORITHM = "sha256"
 CANONICAL_FORM = "json: keys sorted, separators ',' ':', ASCII, no NaN, digest member excluded"
 
@@ -72,9 +77,9 @@ class Verification:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"digest verified: sha256 {self.computed}"
+            return f"content hash verified: sha256 {self.computed} (unchanged since sealed)"
         return (
-            f"digest MISMATCH: the report records sha256 {self.recorded or '(none)'}, "
+            f"content hash MISMATCH: the report records sha256 {self.recorded or '(none)'}, "
             f"its content hashes to {self.computed}; it was changed after it was written"
         )
 
@@ -114,18 +119,43 @@ def validate(report: Mapping[str, Any], source: str = "report") -> None:
     )
 
 
-def read_json(path: Path) -> Any:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: a member named twice is refused (readers disagree on which wins)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise json.JSONDecodeError(f"member {key!r} given twice", key, 0)
+        found[key] = value
+    return found
+
+
+def parse_json(data: bytes, path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ReportError(f"cannot read {path}: {e.strerror}") from e
-    except json.JSONDecodeError as e:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=no_duplicate_keys)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ReportError(f"{path} is not valid JSON: {e}") from e
 
 
+def read_json(path: Path) -> Any:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {e.strerror}") from e
+    return parse_json(data, path)
+
+
 def read_report(path: Path) -> dict[str, Any]:
-    """A report.json, checked against the schema (its digest is checked by `verify`)."""
-    data = read_json(path)
+    """A report.json, checked against the schema (its content hash is checked by `verify`)."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {e.strerror}") from e
+    return read_report_bytes(data, path)
+
+
+def read_report_bytes(data_bytes: bytes, path: Path) -> dict[str, Any]:
+    """The report these bytes hold, checked against the schema."""
+    data = parse_json(data_bytes, path)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
         raise ReportError(
             f'{path} is not a hil certification report (no "schema": "{SCHEMA_NAME}")',

@@ -1,4 +1,4 @@
-"""The certification report's content, built from results folders (or earlier reports) and merged.
+"""The certification report's content, built from its inputs (hil.report.inputs) and merged.
 
 Input is what a run leaves behind: `records.jsonl` (one line per check) and `run.json` (command,
 commit, tools, machine, targets, and each test's pytest outcome). Each result row keeps the id of
@@ -8,97 +8,15 @@ wins and the earlier verdicts stay listed under `superseded`.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
-import json
-import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from hil.errors import ReportError
-from hil.report import document, regression, verdicts
+from hil.report import certification, document, regression, verdicts
+from hil.report.inputs import Run, Source, program_and_runner_evidence
 from hil.report.regression import Baseline
-from hil.report.rows import Row, rows_from_run
-from hil.results.files import RECORDS_FILE, RUN_FILE
-
-log = logging.getLogger("hil.report")
-
-
-Run = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Source:
-    """One input of a report: its runs and its result rows."""
-
-    path: str
-    runs: tuple[Run, ...]
-    rows: tuple[Row, ...]
-
-
-def load_source(path: Path) -> Source:
-    """A results folder (run.json + records.jsonl) or an earlier report.json."""
-    if path.is_file():
-        report = document.read_report(path)
-        return Source(str(path), tuple(report["runs"]), tuple(report["results"]))
-    if not path.is_dir():
-        raise ReportError(
-            f"no results at {path}",
-            fix="pass a folder a pytest run wrote (--hil-results-dir, default .hil/results) "
-            "or a report.json",
-        )
-    records_path = path / RECORDS_FILE
-    if not records_path.exists():
-        raise ReportError(
-            f"{path} holds no {RECORDS_FILE}",
-            fix="run `pytest suites --target=NAME` first (it writes .hil/results), "
-            "or pass --results with the folder your run used",
-        )
-    run_path = path / RUN_FILE
-    if run_path.exists():
-        run = document.read_json(run_path)
-        if not isinstance(run, dict) or "run_id" not in run:
-            raise ReportError(f"{run_path} is not a hil run document (no run_id)")
-    else:
-        log.warning("%s has no %s: its provenance is unknown", path, RUN_FILE)
-        run = _unknown_run(path)
-    records = read_records(records_path)
-    return Source(str(path), (_run_summary(run),), tuple(rows_from_run(run, records)))
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """records.jsonl; a torn last line (a run killed mid-write) is dropped with a warning."""
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    records = []
-    for number, line in enumerate(lines, 1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            if number == len(lines):
-                log.warning("%s: dropped a torn last line", path)
-                break
-            raise ReportError(f"{path}:{number} is not a JSON record: {e}") from e
-        if not isinstance(record, dict) or not {"case", "target", "recipe", "verdict"} <= set(
-            record
-        ):
-            raise ReportError(f"{path}:{number} lacks case, target, recipe or verdict")
-        records.append(record)
-    return records
-
-
-def _unknown_run(folder: Path) -> Run:
-    token = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:12]
-    return {"run_id": f"unknown-{token}", "started": None, "targets": {}, "items": []}
-
-
-def _run_summary(run: Mapping[str, Any]) -> Run:
-    """The run as the report carries it: everything but the per-test items (rows hold those)."""
-    keep = {k: v for k, v in run.items() if k != "items"}
-    keep.setdefault("started", None)
-    keep.setdefault("targets", {})
-    return dict(document.finite(keep))
+from hil.report.rows import Row
 
 
 def merge(sources: Sequence[Source]) -> tuple[list[Run], list[Row]]:
@@ -192,6 +110,13 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
             for row in rows
             if row.get("altered")
         ],
+        # a pass that needed another attempt (a lost link, another board): shown, not hidden
+        "passed_after_retry": [
+            f"{row['case']} on {row['target']} [{row['recipe']}] after {len(row['attempts'])} "
+            f"attempts on {', '.join(row.get('boards') or [row['target']])}"
+            for row in rows
+            if row["category"] == verdicts.PASS and len(row.get("attempts") or []) > 1
+        ],
     }
 
 
@@ -250,4 +175,9 @@ def build(
         "results": rows,
         "summary": summarize(rows),
         "regression": changes,
+        "certification": certification.judge(sources, rows),
+        "evidence": [
+            e.to_json()
+            for e in [*(e for s in sources for e in s.evidence), *program_and_runner_evidence(rows)]
+        ],
     }

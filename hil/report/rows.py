@@ -42,6 +42,10 @@ _COPIED = (
     "explore",
     "executorch",
     "altered",
+    "quarantine",  # the quarantine entry that named this failure (its category derives from it)
+    "attempts",  # each try of a retried check: board, verdict, cause, recovery
+    "boards",  # the boards tried, in order
+    "board",  # the board that gave the verdict, where it is not the target's own name
 )
 
 
