@@ -18,6 +18,15 @@ EXPLORER_STAMP := $(EXPLORER_VENV)/.hil-viewer.json
 SUITE_TARGETS ?= host vboard u55-ref u85-ref tosa-fp-ref vgf-emu cortex-m55-ref fvp-u55 fvp-u85 pi5-emu
 SUITE_ARGS    ?=
 REPORT_ARGS   ?=
+# SIGN_KEY=lab.key (a PEM private key, or a signer URI with REPORT_ARGS="--key PUB"): the report
+# is signed (report.intoto.jsonl beside it) and one that is not certifiable fails the job.
+# Without it, a report that is only not certifiable (a developer's dirty tree) is printed as
+# such and does not fail `make suites` (docs/reports.md, "Exit codes").
+SIGN_KEY      ?=
+REPORT_GATE    = $(BIN)/hil report --results $(RESULTS_DIR) --out $(REPORT_DIR) \
+	$(if $(SIGN_KEY),--sign $(SIGN_KEY)) $(REPORT_ARGS) \
+	|| { rc=$$?; if [ -z "$(SIGN_KEY)" ] && [ $$rc -eq 3 ]; then rc=0; fi; \
+	     [ $$status -ne 0 ] || status=$$rc; }
 RESULTS_DIR   := .hil/results
 REPORT_DIR    := .hil/report
 ALLURE_DIR    := .hil/allure
@@ -39,13 +48,13 @@ APT_HEADERS  := /usr/include/zlib.h /usr/include/openssl/sha.h \
 .PHONY: suites suites-m55 test compat setup system-deps lint bench docs clean
 
 # The suites end by writing the certification report (also when a case failed) and print its
-# path; the exit status stays pytest's. REPORT_ARGS="--baseline OLD/report.json" adds the changes.
+# path; the exit status is pytest's when it failed, else the report's (hil.report.gate).
+# REPORT_ARGS="--baseline OLD/report.json" adds the changes.
 suites: setup
 	status=0; $(BIN)/pytest suites $(addprefix --target=,$(SUITE_TARGETS)) \
 		--hil-results-dir=$(RESULTS_DIR) --alluredir=$(ALLURE_DIR) --clean-alluredir $(SUITE_ARGS) \
 		|| status=$$?; \
-	$(BIN)/hil report --results $(RESULTS_DIR) --out $(REPORT_DIR) $(REPORT_ARGS) \
-		|| { rc=$$?; [ $$status -ne 0 ] || status=$$rc; }; \
+	$(REPORT_GATE); \
 	exit $$status
 
 # The emulated Cortex-M55 running ExecuTorch built from your checkout: `hil sdk build` (minutes
@@ -57,8 +66,7 @@ suites-m55: setup
 	$(BIN)/hil sdk build --executorch $(EXECUTORCH) $(if $(CMSIS_NN),--cmsis-nn $(CMSIS_NN)) --board qemu-m55
 	status=0; $(BIN)/pytest suites --target=qemu-m55 --hil-results-dir=$(RESULTS_DIR) $(SUITE_ARGS) \
 		|| status=$$?; \
-	$(BIN)/hil report --results $(RESULTS_DIR) --out $(REPORT_DIR) $(REPORT_ARGS) \
-		|| { rc=$$?; [ $$status -ne 0 ] || status=$$rc; }; \
+	$(REPORT_GATE); \
 	exit $$status
 
 test: setup

@@ -10,7 +10,7 @@ from pathlib import Path
 from report_lab import Runs
 
 from hil.report import allure_files, fmt, html, verdicts
-from hil.report.model import load_source
+from hil.report.inputs import load_source
 from hil.results.provenance import selection_free
 
 
