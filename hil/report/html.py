@@ -8,6 +8,7 @@ on disk), so the HTML never says something report.json does not.
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -223,6 +224,11 @@ def failure_plot(row: Mapping[str, Any]) -> str | None:
     path = Path(str(row.get("arrays") or ""))
     wrong = row["verdict"].endswith("MISMATCH") or row["verdict"] == "POOR QUANTIZATION"
     if not wrong or not path.is_file():
+        return None
+    recorded = row.get("arrays_sha256")
+    if recorded and hashlib.sha256(path.read_bytes()).hexdigest() != recorded:
+        # a later check or a hand overwrote it: another check's numbers must not be drawn here
+        log.warning("%s is not the file %s wrote (sha256 differs): not plotted", path, row["key"])
         return None
     group, max_abs = _judged_against(row)
     try:

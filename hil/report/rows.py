@@ -46,6 +46,7 @@ _COPIED = (
     "attempts",  # each try of a retried check: board, verdict, cause, recovery
     "boards",  # the boards tried, in order
     "board",  # the board that gave the verdict, where it is not the target's own name
+    "arrays_sha256",  # the .npz as the check wrote it: checked before it is plotted
 )
 
 

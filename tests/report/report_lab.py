@@ -247,12 +247,14 @@ def run_npu(root: Path, cache: Path, devices: Path) -> NpuRun:
     return NpuRun(results, allure, code)
 
 
-def run_all_skipped(runs: Runs, folder: Path, cache: Path) -> Path:
-    """A run in which nothing was judged: every case on a board that is not connected."""
+def run_all_skipped(runs: Runs, folder: Path, cache: Path, project: Path | None = None) -> Path:
+    """A run in which nothing was judged: every case on a board that is not connected (in
+    `project`, a clone of the lab's checkout, where given; else in the lab's own, now dirty)."""
     results = folder / "results-skipped"
-    devices = runs.project / "devices"
+    project = project or runs.project
+    devices = project / "devices"
     _run(
-        runs.project,
+        project,
         "--target=ghost",
         f"--hil-devices={devices}",
         f"--hil-cache-dir={cache}",

@@ -11,6 +11,8 @@ import copy
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -359,7 +361,9 @@ def test_a_pass_after_a_retry_shows_its_attempts(runs: Runs, tmp_path: Path) -> 
 def test_nothing_judged_has_its_own_exit_code(
     runs: Runs, tmp_path: Path, shared_cache: Path
 ) -> None:
-    skipped = run_all_skipped(runs, tmp_path, shared_cache)
+    clone = tmp_path / "clone"  # the lab's checkout at its commit: clean
+    subprocess.run(["git", "clone", "-q", str(runs.project), str(clone)], check=True)
+    skipped = run_all_skipped(runs, tmp_path, shared_cache, project=clone)
     assert hil_report("--results", skipped, "--out", tmp_path / "r") == ReportExit.NOTHING_JUDGED
 
 
@@ -383,9 +387,6 @@ def test_the_operator_suite_on_host_is_signed_and_verified(
 ) -> None:
     """`pytest suites/operators --target=host` in a clean checkout of the suites, then
     `hil report --sign`, then `--verify --key` and securesystemslib's own check."""
-    import subprocess
-    import sys
-
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
     from securesystemslib.dsse import Envelope
     from securesystemslib.signer import SSlibKey

@@ -34,10 +34,20 @@ SCRIPT = (
 def run_script(
     text: str, script: Path, results: Path, cache: Path
 ) -> subprocess.CompletedProcess[str]:
-    """The script in a real interpreter of its own, its session writing to `results`."""
+    """The script in a real interpreter of its own, committed in a checkout of its own (a
+    certificate names the commit of the code that ran), its session writing to `results`."""
+    script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(text.format(results=str(results), cache=str(cache)))
+    git = ["git", "-c", "user.email=lab@example.invalid", "-c", "user.name=lab"]
+    for step in (["init", "-q"], ["add", script.name], ["commit", "-qm", "notebook"]):
+        subprocess.run([*git, *step], cwd=script.parent, check=True)
     return subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False
+        [sys.executable, str(script)],
+        cwd=script.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
@@ -54,7 +64,7 @@ def hil_report(results: Path, out: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_library_run_is_certified_by_hil_report(tmp_path: Path, shared_cache: Path) -> None:
     results, out = tmp_path / "results", tmp_path / "report"
-    script = tmp_path / "notebook_cell.py"
+    script = tmp_path / "project" / "notebook_cell.py"
     ran = run_script(SCRIPT, script, results, shared_cache)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.split() == ["PASS", "refused:", "UsageError"]
@@ -67,8 +77,9 @@ def test_a_library_run_is_certified_by_hil_report(tmp_path: Path, shared_cache: 
     assert run["finished"] and run["exit_status"] == 1
     assert str(script) in run["command"]["line"] and "host" in run["targets"]
     made = hil_report(results, out)
-    assert made.returncode == 0, made.stderr[-3000:]
+    assert made.returncode == 1, made.stderr[-3000:]  # certifiable; the ERROR result fails it
     report = json.loads((out / "report.json").read_text())
+    assert report["certification"] == {"certifiable": True, "reasons": []}
     assert [(r["case"], r["verdict"]) for r in report["results"]] == [
         ("lib_mlp", "PASS"),
         ("lib_mlp", "ERROR"),
@@ -91,7 +102,7 @@ def test_a_pass_with_rewritten_outputs_is_marked_and_the_run_is_not_certified(
     device's: the record says so although it passed, and `hil report` writes the report for
     study but refuses to certify the run, naming the result and why."""
     results, out = tmp_path / "results", tmp_path / "report"
-    ran = run_script(ALTERED, tmp_path / "fault_injection.py", results, shared_cache)
+    ran = run_script(ALTERED, tmp_path / "project" / "fault_injection.py", results, shared_cache)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.split() == ["PASS", "PASS"]
     records = [json.loads(line) for line in (results / "records.jsonl").read_text().splitlines()]
@@ -100,13 +111,14 @@ def test_a_pass_with_rewritten_outputs_is_marked_and_the_run_is_not_certified(
         ["outputs rewritten after the run (fault injection): not the device's outputs"],
     ]
     made = hil_report(results, out)
-    assert made.returncode == 1, made.stderr[-3000:]
-    assert "NOT CERTIFIED: 1 result(s)" in made.stderr
-    assert "lib_mlp on host [xnnpack-fp32]: outputs rewritten after the run" in made.stderr
+    assert made.returncode == 3, made.stderr[-3000:]
+    assert "NOT CERTIFIABLE (1 reason(s))" in made.stderr
+    assert "1 result(s) of an altered run (outputs rewritten after the run" in made.stderr
+    assert "lib_mlp on host [xnnpack-fp32]" in made.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["summary"]["altered"] == [
         "lib_mlp on host [xnnpack-fp32]: outputs rewritten after the run (fault injection): "
         "not the device's outputs"
     ]
     html = (out / "report.html").read_text()
-    assert "Not certifiable: 1 result of this run was altered" in html
+    assert "NOT CERTIFIED" in html and "lib_mlp on host [xnnpack-fp32]" in html

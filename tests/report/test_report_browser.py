@@ -173,8 +173,16 @@ def headline(runs: list[Path], folder: Path) -> dict[str, Any]:
         return parts
 
 
+def verdicts_of(parts: list[Any]) -> list[Any]:
+    """The headline after its first line, which says whether the report is certifiable."""
+    assert parts[0][2].startswith(("Certifiable", "NOT CERTIFIED")), parts
+    return parts[1:]
+
+
 def test_a_green_run_has_a_green_headline(runs: Runs, tmp_path: Path) -> None:
-    (verdict,) = headline([runs.c], tmp_path)
+    certified, *rest = headline([runs.c], tmp_path)
+    assert certified[0] == "headline pass" and certified[2].startswith("Certifiable")
+    (verdict,) = rest
     assert verdict[0] == "headline pass" and verdict[1] == "rgb(46, 125, 50)"
     assert verdict[2].startswith("All ") and "judged results passed" in verdict[2]
 
@@ -183,7 +191,7 @@ def test_a_run_where_nothing_was_judged_is_not_green(
     runs: Runs, tmp_path: Path, shared_cache: Path
 ) -> None:
     results = run_all_skipped(runs, tmp_path, shared_cache)
-    verdict, skipped, *_ = headline([results], tmp_path)
+    verdict, skipped, *_ = verdicts_of(headline([results], tmp_path))
     assert verdict[0] == "headline not-judged", verdict
     assert verdict[2].startswith("Nothing was judged") and "skipped" in verdict[2], verdict
     assert skipped[0] == "headline skipped"
@@ -197,7 +205,7 @@ def test_quarantined_failures_are_named_in_the_headline_not_counted_as_expected(
     assert report["summary"]["categories"]["quarantined"] == 1
     assert report["summary"]["categories"]["expected"] == 0
     assert report["summary"]["quarantined"] == ["linear on host [xnnpack-int8]"]
-    verdict, *_ = headline([results], tmp_path)
+    verdict, *_ = verdicts_of(headline([results], tmp_path))
     assert verdict[0] == "headline quarantined", verdict
     assert (
         "1 known failure is quarantined (not a pass): linear on host [xnnpack-int8]" in verdict[2]
@@ -207,7 +215,7 @@ def test_quarantined_failures_are_named_in_the_headline_not_counted_as_expected(
 def test_a_run_with_failures_is_red_first_and_names_its_skips_in_grey(
     runs: Runs, tmp_path: Path
 ) -> None:
-    verdict, skipped, *causes = headline([runs.a], tmp_path)
+    verdict, skipped, *causes = verdicts_of(headline([runs.a], tmp_path))
     assert verdict[0] == "headline failure" and verdict[1] == "rgb(198, 40, 40)"
     assert "results fail their test" in verdict[2] and "1 infrastructure errors" in verdict[2]
     assert skipped[0] == "headline skipped" and skipped[1] == "rgb(117, 117, 117)"

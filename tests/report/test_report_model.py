@@ -31,7 +31,7 @@ def baseline(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 def test_report_of_a_real_run_follows_its_schema(baseline: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator(document.schema()).validate(baseline)
     assert baseline["schema"] == "hil-certification-report"
-    assert baseline["schema_version"] == 4
+    assert baseline["schema_version"] == 5
 
 
 def test_every_kind_of_verdict_is_a_row_with_its_category_and_reason(
@@ -193,18 +193,18 @@ def test_hil_report_command_writes_verifies_and_explains_errors(
                 str(tmp_path / "allure"),
             ]
         )
-        == 0
+        == 1  # certifiable, with test failures (hil.report.gate)
     )
     printed = capsys.readouterr().out
     assert f"report: {out / 'report.html'}" in printed
     assert "3 test failures" not in printed and "2 test failures" in printed
     assert (tmp_path / "allure" / "environment.properties").read_text().count("git.commit=") == 1
-    assert main(["report", "--verify", str(out / "report.json")]) == 0
-    assert "digest verified" in capsys.readouterr().out
+    assert main(["report", "--verify", str(out / "report.json")]) == 1  # the failures gate
+    assert "content hash verified" in capsys.readouterr().out
     data = json.loads((out / "report.json").read_text())
     data["summary"]["failing"] = 0
     (out / "report.json").write_text(json.dumps(data))
-    assert main(["report", "--verify", str(out / "report.json")]) == 1
-    assert "digest MISMATCH" in capsys.readouterr().out
+    assert main(["report", "--verify", str(out / "report.json")]) == 5
+    assert "content hash MISMATCH" in capsys.readouterr().out
     assert main(["report", "--results", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
     assert "no results at" in capsys.readouterr().err

@@ -43,13 +43,14 @@ def hil_without_torch(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 def test_report_verify_and_baseline_run_without_torch(runs: Runs, tmp_path: Path) -> None:
     report = hil_without_torch("report", "--results", runs.a, "--out", tmp_path / "a")
-    # run A holds failures (OVER BUDGET, EXPORT FAILED, INFRA): their plots are drawn too
-    assert report.returncode == 0, report.stderr
+    # run A holds failures (OVER BUDGET, EXPORT FAILED, INFRA): their plots are drawn too, and
+    # its exit says so (hil.report.gate)
+    assert report.returncode == 1, report.stderr
     assert "LOADED []" in report.stdout
     page = (tmp_path / "a" / "report.html").read_text()
     assert "<svg" in page or "data:image/png" in page
     verified = hil_without_torch("report", "--verify", tmp_path / "a" / "report.json")
-    assert verified.returncode == 0, verified.stderr
+    assert verified.returncode == 1, verified.stderr
     assert "LOADED []" in verified.stdout
     compared = hil_without_torch(
         "report",
