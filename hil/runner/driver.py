@@ -178,17 +178,25 @@ class RunnerDriver:
         return self.info is not None and self.info.engine == m.ENGINE_ECHO
 
     def describe(self) -> dict[str, str]:
-        if self.info is None:
+        """What the runner said of itself in the handshake (and only that: what hil expected
+        of it is the target's to add)."""
+        info = self.info
+        if info is None:
             return {}
-        return {
-            "build_id": self.info.build_id,
-            "platform": self.info.platform,
-            "executorch": self.info.runtime_version,
-            "engine": self.info.engine_name,
+        facts = {
+            "build_id": info.build_id,
+            "platform": info.platform,
+            "executorch": info.runtime_version,
+            "engine": info.engine_name,
+            "protocol": f"{info.protocol[0]}.{info.protocol[1]}",
             # a release runner refuses DEBUG (hang or fault on purpose): a test build accepts it
-            "debug_commands": "accepted" if self.info.debug_commands else "refused",
-            "etdump": "yes" if self.info.trace else "no",
+            "debug_commands": "accepted" if info.debug_commands else "refused",
+            "etdump": "yes" if info.trace else "no",
+            "build": info.build,  # release, test, or unknown (a runner older than 1.4)
         }
+        if info.planted_fault:  # the runner's own word: a kernel wrong on purpose
+            facts["planted_fault"] = info.planted_fault
+        return facts
 
     # -- failures: the one place they are classified -------------------------------------------
 

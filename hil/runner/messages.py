@@ -15,7 +15,9 @@ from numpy.typing import NDArray
 
 from hil.errors import ProtocolError
 
-PROTOCOL_VERSION = (1, 3)  # 1.1: LOAD_FILE; 1.2: LINK_STATS; 1.3: TRACE, GET_TRACE
+PROTOCOL_VERSION = (1, 4)  # 1.1: LOAD_FILE; 1.2: LINK_STATS; 1.3: TRACE, GET_TRACE;
+# 1.4: HELLO says whether a kernel is wrong on purpose (flag 16, planted_fault)
+PLANTED_FAULT_SINCE = (1, 4)
 
 # Requests are 0x01..0x5F, replies the request | REPLY, the runner's own frames 0xE0..0xFF.
 HELLO = 0x01
@@ -86,6 +88,12 @@ CLOCK_TIME_NS = 0
 CLOCK_CYCLES = 1
 DEBUG_HANG = 1
 DEBUG_FAULT = 2
+# HELLO flags
+HELLO_HOLDS_MODEL = 1
+HELLO_DEBUG = 2
+HELLO_FILE_LOAD = 4  # 1.1
+HELLO_TRACE = 8  # 1.3
+HELLO_PLANTED_FAULT = 16  # 1.4
 TRACE_ETDUMP = 0  # GET_TRACE parts: the ETDump flatbuffer, the debug buffer it points into
 TRACE_DEBUG = 1
 
@@ -187,6 +195,11 @@ class RunnerInfo:
     pools: dict[str, int] = field(default_factory=dict)
     file_load: bool = False  # LOAD_FILE: the runner can load a model from its own disk
     trace: bool = False  # TRACE: the runner records ExecuTorch's ETDump when asked (1.3)
+    # The operator whose kernel the runner's build gets wrong on purpose (HIL_PLANTED_FAULT,
+    # hil's own tests), "" when none. Only a runner of protocol 1.4 or later says so:
+    # `says_planted_fault` is False for an older one, whose "" then means "not said", not "none".
+    planted_fault: str = ""
+    says_planted_fault: bool = False
 
     @classmethod
     def parse(cls, payload: bytes) -> RunnerInfo:
@@ -200,14 +213,21 @@ class RunnerInfo:
         for _ in range(n_pools):
             name = r.str8()
             pools[name] = r.u64()
+        # 1.4 appends the planted fault after the pools (an older runner ends there); a later
+        # minor may append more, which this host leaves unread. Another major's layout past
+        # the first fields is its own: the handshake refuses it, naming both versions.
+        says_planted = major == PLANTED_FAULT_SINCE[0] and minor >= PLANTED_FAULT_SINCE[1]
+        planted = r.str8() if says_planted else ""
+        if flags & HELLO_PLANTED_FAULT and not planted:
+            planted = "(unnamed)"  # a test build all the same: never read as a release one
         return cls(
             protocol=(major, minor),
             max_payload=max_payload,
             clock_hz=clock_hz,
             clock_kind=clock_kind,
             engine=engine,
-            holds_model=bool(flags & 1),
-            debug_commands=bool(flags & 2),
+            holds_model=bool(flags & HELLO_HOLDS_MODEL),
+            debug_commands=bool(flags & HELLO_DEBUG),
             window=window,
             held_sha256=held,
             build_id=build_id,
@@ -215,9 +235,21 @@ class RunnerInfo:
             platform=platform,
             engine_name=engine_name,
             pools=pools,
-            file_load=bool(flags & 4),
-            trace=bool(flags & 8),
+            file_load=bool(flags & HELLO_FILE_LOAD),
+            trace=bool(flags & HELLO_TRACE),
+            planted_fault=planted,
+            says_planted_fault=says_planted,
         )
+
+    @property
+    def build(self) -> str:
+        """What kind of build the runner says it is: "test" when it obeys requests to hang or
+        fault (HIL_DEBUG_COMMANDS) or has a kernel wrong on purpose, "release" when it has
+        neither, "unknown" when it refuses debug requests but is too old (protocol < 1.4) to
+        say whether a fault is planted. A certificate signs only "release"."""
+        if self.debug_commands or self.planted_fault:
+            return "test"
+        return "release" if self.says_planted_fault else "unknown"
 
 
 @dataclass(frozen=True)

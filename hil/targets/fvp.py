@@ -61,6 +61,7 @@ class FvpTarget(RunnerTarget):
         self._binary = locate.find_fvp(self._config)
         self._version = locate.fvp_version(self._binary)
         self._runner = firmware.build(self._firmware_config())
+        self._expect_runner(self._runner.build_id, self._runner.binary)  # the FVP's application
         self._boot()
 
     def _firmware_config(self) -> firmware.FirmwareConfig:

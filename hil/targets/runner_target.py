@@ -28,7 +28,10 @@ its site did: hil/runner/driver.py):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, TypeVar
 
 from hil.artifacts.store import Artifact
@@ -38,12 +41,29 @@ from hil.errors import HilError, InfrastructureError, LinkLost, TargetUnavailabl
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.driver import DeviceTrace, Files, RunnerDriver, RunnerRun, RunnerSite
-from hil.sdk import firmware
 from hil.settings.common import LinkPolicy
 from hil.targets.base import Capabilities, Deployment, RunResult, Target
 from hil.transports import Link
 
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class RunnerFile:
+    """The runner binary hil started, copied, flashed or gave to an emulator, and its sha256:
+    the bytes that ran, which a build id (a hash of the configuration) does not pin."""
+
+    path: Path
+    sha256: str
+
+    @classmethod
+    def of(cls, path: Path) -> RunnerFile:
+        """Hashed here, once per provisioning (a check only reads the facts)."""
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return cls(path, digest.hexdigest())
 
 
 class RunnerTarget(Target):
@@ -70,6 +90,11 @@ class RunnerTarget(Target):
         self._driver: RunnerDriver | None = None
         self.reconnects = 0  # links that dropped under a step or a handshake and came back
         self._lost: InfrastructureError | None = None  # the link stayed away after a reconnect
+        # What hil knows of the runner apart from what it says (set at provisioning): the build
+        # it made or expects for this device file, and the binary it ran; None where it cannot
+        # know (a board flashed by someone else: no file; no preset or flasher: no build).
+        self._expected_build_id: str | None = None
+        self._runner_file: RunnerFile | None = None
 
     # -- the runner connection -----------------------------------------------------------------
 
@@ -115,14 +140,23 @@ class RunnerTarget(Target):
             fix=fix,
         )
 
+    def _expect_runner(self, build_id: str | None, runner: RunnerFile | Path | None) -> None:
+        """Record what hil expects of the runner: the build id made (or to be made) for this
+        device file, and the binary it hands over (a path is hashed now)."""
+        self._expected_build_id = build_id
+        self._runner_file = RunnerFile.of(runner) if isinstance(runner, Path) else runner
+
     def describe(self) -> dict[str, str]:
+        """The runner's own account (build_id, build, planted_fault, ...: RunnerDriver) beside
+        what hil expected: a certificate needs both, and that they agree."""
         facts = dict(super().describe())
         if self._driver is not None:
             facts.update(self._driver.describe())
-        # the runner hil built for this device: its build id was checked against this config
-        planted = firmware.firmware_config(self.spec).defines.get("HIL_PLANTED_FAULT")
-        if planted:
-            facts["planted_fault"] = str(planted)
+        if self._expected_build_id is not None:
+            facts["expected_build_id"] = self._expected_build_id
+        if self._runner_file is not None:
+            facts["runner_sha256"] = self._runner_file.sha256
+            facts["runner_path"] = str(self._runner_file.path)
         return facts
 
     # -- deploy and run ----------------------------------------------------------------------

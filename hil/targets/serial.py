@@ -57,6 +57,9 @@ class SerialTarget(RunnerTarget):
 
     def _provision(self) -> None:
         self._runner, self._board = prepare_board(self.spec)
+        # a virtual board runs the binary hil built and started; a real one what it was flashed
+        # with, known only once hil flashes it (_ensure_build)
+        self._expect_runner(self._expected_build(), self._runner.binary if self._runner else None)
         try:
             info = self._connect()
         except PortLost as lost:  # re-enumerated during the handshake: as under a step
@@ -146,15 +149,23 @@ class SerialTarget(RunnerTarget):
         qemu = self._settings.virtual is VirtualBoard.QEMU_MPS3_AN547
         return local_files() if load is ModelLoad.AUTO and qemu else None
 
+    def _expected_build(self) -> str | None:
+        """The build id the board should run: the virtual board's build, or the one made for
+        this device file when it names a preset or a flash step; None when hil cannot tell (a
+        board flashed by someone else, its file naming neither)."""
+        if self._runner is not None:
+            return self._runner.build_id
+        if self._settings.flash is not None or self._settings.firmware.preset:
+            return firmware.build_id_for(firmware.firmware_config(self.spec))
+        return None
+
     def _ensure_build(self, info: m.RunnerInfo) -> m.RunnerInfo:
         """Flash the board if its runner is not the build made for this device file."""
-        expected = self._runner.build_id if self._runner else None
-        flasher = make_flasher(self._settings.flash)
-        if expected is None and (flasher is not None or self._settings.firmware.preset):
-            expected = firmware.build_id_for(firmware.firmware_config(self.spec))
+        expected = self._expected_build_id
         if expected is None or info.build_id == expected:
             return info
-        if flasher is None:
+        flasher = make_flasher(self._settings.flash)
+        if flasher is None:  # the run goes on; the records show both ids (describe)
             self.log.warning(
                 "the board runs build %s, this checkout builds %s; using it as it is "
                 "(give connection.flash to have it reflashed)",
@@ -168,6 +179,7 @@ class SerialTarget(RunnerTarget):
         )
         self._disconnect_runner()
         flasher.flash(built.binary)
+        self._expect_runner(built.build_id, built.binary)
         if isinstance(self._board, PortBoard):
             self._board.reset()
         info = self._connect()

@@ -43,7 +43,7 @@ from hil.runner.driver import Files, RunnerRun
 from hil.sdk import firmware
 from hil.sdk.aarch64 import RunnerBundle, runner_bundle
 from hil.settings.ssh import SshSettings
-from hil.targets.runner_target import RunnerTarget
+from hil.targets.runner_target import RunnerFile, RunnerTarget
 from hil.transports.ssh import SshConnection, SshEndpoint, quote
 from hil.transports.ssh_link import ProcessLink
 
@@ -122,6 +122,7 @@ class SshTarget(RunnerTarget):
             self._endpoint = real_endpoint(self.spec, self._settings)
         built = firmware.build(firmware.firmware_config(self.spec))
         self._bundle, self._build_id = runner_bundle(built.binary), built.build_id
+        self._expect_runner(built.build_id, runner_file(self._bundle))
         emulator = self._settings.runner_prefix[:1]
         if virtual and emulator and shutil.which(emulator[0]) is None:
             raise TargetUnavailable(
@@ -315,6 +316,13 @@ class SshTarget(RunnerTarget):
             if temperature is not None:
                 counters["soc_temperature_c"] = temperature
         return counters
+
+
+def runner_file(bundle: RunnerBundle) -> RunnerFile:
+    """The runner the device runs: the bundle's copy, by the hash the device's copy was checked
+    against (RemoteTree.sync_runner copies it whenever the device's differs)."""
+    (entry,) = [f for f in bundle.files if f.name == bundle.runner]
+    return RunnerFile(bundle.folder / entry.name, entry.sha256)
 
 
 def real_endpoint(spec: DeviceSpec, settings: SshSettings) -> SshEndpoint:

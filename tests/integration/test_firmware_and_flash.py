@@ -3,6 +3,7 @@ commands around it, and the flash step that runs only when a board's build id di
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -155,17 +156,26 @@ def test_a_board_with_another_build_is_flashed_once_then_reused(
     serial_device(folder, port, flash_command(state))
     registry = DeviceRegistry.from_dirs([folder])
     case = Case("linear", lambda: torch.nn.Linear(8, 4), seeded((1, 8)))
+    built = firmware.build(firmware.FirmwareConfig("host"))
     with Session(devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "r") as s:
         result = s.check(case, "lab-board", "portable")
         assert result.passed
-        assert s.target("lab-board").describe()["build_id"] == firmware.build_id_for(
-            firmware.FirmwareConfig("host")
-        )
+        assert s.target("lab-board").describe()["build_id"] == built.build_id
     flashed = (state / "flashed").read_text().splitlines()
-    assert flashed == [str(firmware.build(firmware.FirmwareConfig("host")).binary)]
+    assert flashed == [str(built.binary)]
+    # the record: the build hil expected and the sha256 of the binary it flashed
+    assert result.target_info["expected_build_id"] == built.build_id
+    assert result.target_info["runner_path"] == str(built.binary)
+    assert (
+        result.target_info["runner_sha256"] == hashlib.sha256(built.binary.read_bytes()).hexdigest()
+    )
     with Session(devices=registry, cache_dir=shared_cache, results_dir=tmp_path / "r2") as s:
-        assert s.check(case, "lab-board", "portable").passed
+        again = s.check(case, "lab-board", "portable")
+        assert again.passed
     assert (state / "flashed").read_text().splitlines() == flashed  # not flashed again
+    # not flashed this time: the build id agrees, but which bytes the board holds hil cannot say
+    assert again.target_info["expected_build_id"] == again.target_info["build_id"]
+    assert "runner_sha256" not in again.target_info
 
 
 def test_a_flash_that_does_not_take_is_an_error_naming_both_builds(

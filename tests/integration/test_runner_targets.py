@@ -7,6 +7,7 @@ request makes it fault or hang at its next RUN, as a broken model would."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -151,6 +152,22 @@ def test_a_runner_that_goes_silent_is_infrastructure_on_every_kind(
         session.check(CASE, name, kind.recipe)
     assert "while running the model" in silent.value.message
     assert isinstance(session.broken_cause(name), InfrastructureError)  # out of service
+
+
+def test_every_kind_records_the_runner_it_gave_and_what_the_runner_says(
+    on_kind: tuple[Session, str], kind: Kind
+) -> None:
+    """The build hil made for the device file and the sha256 of the binary it started, copied
+    (ssh) or gave to the emulator (fvp), beside the runner's own account of its build: a test
+    build here (it obeys DEBUG), with no kernel wrong on purpose."""
+    session, name = on_kind
+    facts = _runner(session, name, kind).describe()
+    assert facts["expected_build_id"] == facts["build_id"]
+    binary = Path(facts["runner_path"])
+    assert facts["runner_sha256"] == hashlib.sha256(binary.read_bytes()).hexdigest()
+    assert facts["protocol"] == "{}.{}".format(*m.PROTOCOL_VERSION)
+    assert facts["debug_commands"] == "accepted" and facts["build"] == "test"
+    assert "planted_fault" not in facts
 
 
 @pytest.mark.parametrize("kind_name", [k.name for k in KINDS])

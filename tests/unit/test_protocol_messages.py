@@ -57,3 +57,46 @@ def test_fault_report_names_registers() -> None:
     assert report.fields == {"pc": 0x5CC, "signal": 11}
     assert "pc=0x000005cc" in report.describe() and "signal=11" in report.describe()
     assert m.FaultReport.parse(bytes([0, 0, 0])) is None
+
+
+def _hello(minor: int, flags: int = 0, tail: bytes = b"") -> bytes:
+    """A HELLO reply as a runner of protocol 1.`minor` sends it; `tail`: what 1.4 and later
+    append after the pools."""
+    out = struct.pack("<HHIQBBBBHH", 1, minor, 4096, 10**9, 0, 1, flags, 1, 1, 0) + bytes(32)
+    for text in ("host-0123", "1.0.0", "posix-x86_64", "executorch", "model"):
+        out += bytes([len(text)]) + text.encode()
+    return out + struct.pack("<Q", 1 << 20) + tail
+
+
+def _str8(text: str) -> bytes:
+    return bytes([len(text)]) + text.encode()
+
+
+def test_a_runner_older_than_1_4_did_not_say_whether_a_fault_is_planted() -> None:
+    """A 1.3 HELLO ends after the pools: read whole, its build neither release nor test."""
+    info = m.RunnerInfo.parse(_hello(3))
+    assert info.protocol == (1, 3) and info.pools == {"model": 1 << 20}
+    assert info.planted_fault == "" and not info.says_planted_fault
+    assert info.build == "unknown"
+    assert m.RunnerInfo.parse(_hello(3, flags=m.HELLO_DEBUG)).build == "test"
+
+
+def test_a_1_4_runner_names_its_planted_fault_or_says_it_has_none() -> None:
+    planted = m.RunnerInfo.parse(_hello(4, m.HELLO_PLANTED_FAULT, _str8("aten::add.out")))
+    assert planted.planted_fault == "aten::add.out" and planted.says_planted_fault
+    assert planted.build == "test"
+    release = m.RunnerInfo.parse(_hello(4, tail=_str8("")))
+    assert release.planted_fault == "" and release.says_planted_fault
+    assert release.build == "release"
+    # the flag without a name is a test build all the same
+    assert m.RunnerInfo.parse(_hello(4, m.HELLO_PLANTED_FAULT, _str8(""))).build == "test"
+
+
+def test_fields_a_later_minor_appends_are_left_unread() -> None:
+    info = m.RunnerInfo.parse(_hello(9, tail=_str8("") + b"\x07later fields"))
+    assert info.protocol == (1, 9) and info.build == "release"
+
+
+def test_a_1_4_runner_without_the_planted_fault_field_speaks_another_dialect() -> None:
+    with pytest.raises(ProtocolError, match="too short"):
+        m.RunnerInfo.parse(_hello(4))

@@ -108,4 +108,5 @@ const hil_engine_t hil_echo_engine = {
     "echo", 0 /* HIL_ENGINE_ECHO */, echo_version, echo_init, echo_model_buffer, echo_load,
     echo_unload, echo_count, echo_count, echo_input_desc, echo_input_buffer, echo_execute,
     echo_output, echo_pool_stats, NULL, NULL, NULL, /* no ETDump: nothing to trace */
+    "",                                            /* no kernels, none planted */
 };

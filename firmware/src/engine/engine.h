@@ -68,6 +68,10 @@ typedef struct hil_engine {
     int (*trace_begin)(uint64_t debug_bytes, hil_error_t *err);
     int (*trace_part)(uint8_t part, const uint8_t **data, size_t *size, hil_error_t *err);
     int (*trace_end)(hil_error_t *err);
+    /* The operator whose kernel this build gets wrong on purpose (HIL_PLANTED_FAULT, hil's
+     * own tests only), "" in every other build. The engine says it, not the build's options:
+     * only the engine that plants it runs with it, and HELLO must tell the host what runs. */
+    const char *planted_fault;
 } hil_engine_t;
 
 enum { HIL_TRACE_ETDUMP = 0, HIL_TRACE_DEBUG = 1 };

@@ -250,6 +250,9 @@ const char *et_version() { return HIL_EXECUTORCH_VERSION; }
 
 #ifdef HIL_PLANTED_FAULT
 extern "C" void hil_plant_fault(void); /* planted_fault.cpp: test builds only */
+#define HIL_ET_PLANTED HIL_PLANTED_FAULT
+#else
+#define HIL_ET_PLANTED ""
 #endif
 
 namespace {
@@ -621,4 +624,5 @@ extern "C" const hil_engine_t hil_executorch_engine = {
     "executorch",  HIL_ENGINE_EXECUTORCH, et_version,      et_init,    et_model_buffer,
     et_load,       et_unload,             et_num_inputs,   et_num_outputs, et_input_desc,
     et_input_buffer, et_execute,          et_output,       et_pool_stats,  HIL_ET_TRACE,
+    HIL_ET_PLANTED,
 };

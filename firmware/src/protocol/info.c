@@ -51,6 +51,8 @@ void hil_cmd_hello(hil_server_t *s, hil_reader_t *r) {
     if (hil_file_available()) flags |= HIL_HELLO_FILE_LOAD;
 #endif
     if (s->engine->trace_begin != NULL) flags |= HIL_HELLO_TRACE;
+    const char *planted = s->engine->planted_fault != NULL ? s->engine->planted_fault : "";
+    if (planted[0] != '\0') flags |= HIL_HELLO_PLANTED_FAULT;
     hil_wr_u8(&w, flags);
     hil_wr_u8(&w, (uint8_t)n_pools);
     hil_wr_u16(&w, HIL_RX_WINDOW);
@@ -64,6 +66,9 @@ void hil_cmd_hello(hil_server_t *s, hil_reader_t *r) {
         hil_wr_str8(&w, pools[i].name);
         hil_wr_u64(&w, pools[i].size);
     }
+    /* 1.4: after the pools, where a 1.3 host has stopped reading, so it reads its fields as
+     * before; "" when no kernel is wrong on purpose */
+    hil_wr_str8(&w, planted);
     hil_reply(s, HIL_CMD_HELLO | HIL_REPLY, (uint32_t)w.used);
 }
 

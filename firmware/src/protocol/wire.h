@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 #define HIL_PROTOCOL_MAJOR 1
-#define HIL_PROTOCOL_MINOR 3 /* 1.1: LOAD_FILE (posix runners); 1.2: LINK_STATS; 1.3: TRACE */
+#define HIL_PROTOCOL_MINOR 4 /* 1.1: LOAD_FILE (posix runners); 1.2: LINK_STATS; 1.3: TRACE;
+                              * 1.4: HELLO says whether a planted fault is compiled in */
 
 #define HIL_MAGIC0 0xA5u
 #define HIL_MAGIC1 0x5Au
@@ -73,6 +74,7 @@ enum {
     HIL_HELLO_DEBUG = 2u,
     HIL_HELLO_FILE_LOAD = 4u,
     HIL_HELLO_TRACE = 8u, /* 1.3: built with ExecuTorch's ETDump (TRACE, GET_TRACE) */
+    HIL_HELLO_PLANTED_FAULT = 16u, /* 1.4: a kernel wrong on purpose (HIL_PLANTED_FAULT) */
 };
 
 static inline void hil_put_u16(uint8_t *p, uint16_t v) {
