@@ -20,13 +20,13 @@ from typing import Any
 
 from hil.errors import ReportAltered, ReportError, SignatureInvalid
 from hil.report import document
-from hil.report.inputs import ENVELOPE_NAME
 from hil.signing import LabKey, TrustedKey, open_envelope, seal_envelope
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 # A type URI of hil's own: what the predicate means is documented in hil/report/SCHEMA.md
 PREDICATE_TYPE = "https://hil.invalid/attestation/certification-report/v1"
+ENVELOPE_NAME = "report.intoto.jsonl"  # beside report.json: one DSSE envelope, one line
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
 

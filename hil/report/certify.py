@@ -24,7 +24,7 @@ log = logging.getLogger("hil.report")
 
 JSON_NAME = attestation.REPORT_JSON
 HTML_NAME = attestation.REPORT_HTML
-ENVELOPE_NAME = inputs.ENVELOPE_NAME
+ENVELOPE_NAME = attestation.ENVELOPE_NAME
 DEFAULT_TITLE = "hil certification report"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.errors import ReportAltered, ReportError, SignatureInvalid
-from hil.report import document, rederive
+from hil.report import attestation, document, rederive
 from hil.report.rows import Row, rows_from_run
 from hil.results.files import RECORDS_FILE, RUN_FILE
 from hil.signing import TrustedKey
@@ -29,7 +29,6 @@ log = logging.getLogger("hil.report")
 
 Run = dict[str, Any]
 
-ENVELOPE_NAME = "report.intoto.jsonl"  # beside a signed report.json (hil.report.attestation)
 
 # pytest's exit statuses that say a run stopped before its end (1, tests failed, is complete)
 _CUT_SHORT = {2: "interrupted", 3: "an internal error", 4: "a usage error"}
@@ -266,9 +265,7 @@ def _certification(report: Mapping[str, Any]) -> list[str]:
 
 def _signature_problems(path: Path, data: bytes, trusted: TrustedKey | None) -> list[str]:
     """An input report counts as the lab's only when its signature verifies."""
-    from hil.report import attestation
-
-    envelope = path.with_name(ENVELOPE_NAME)
+    envelope = path.with_name(attestation.ENVELOPE_NAME)
     if not envelope.exists():
         return [
             f"{path} is not signed: its content hash shows it unchanged since it was sealed, "
