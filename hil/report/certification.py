@@ -45,6 +45,11 @@ def runner_reasons(rows: Iterable[Row]) -> list[str]:
             continue  # no runner between hil and the runtime (host, the reference targets)
         expected = info.get("expected_build_id")
         target = row["target"]
+        if info.get("build") not in ("release", "test"):  # a test build is an alteration
+            reasons[
+                f"{target}: its runner (build {build}) does not say whether it was built with a "
+                "planted fault (a runner older than protocol 1.4): rebuild it with this hil"
+            ] = None
         if not expected:
             reasons[
                 f"{target}: its runner reports build {build}, and hil did not know which build "

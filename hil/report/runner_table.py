@@ -8,8 +8,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# a runner's handshake facts, as RunnerDriver.describe records them
-FACTS = ("build_id", "executorch", "platform", "engine", "etdump", "debug_commands")
+# a runner's handshake facts, as RunnerDriver.describe records them, and what hil expected of
+# it (RunnerTarget.describe): the build made for the device file, the binary it ran
+FACTS = (
+    "build_id",
+    "expected_build_id",
+    "runner_sha256",
+    "protocol",
+    "executorch",
+    "platform",
+    "engine",
+    "etdump",
+    "debug_commands",
+)
 
 
 def build_kind(identity: Mapping[str, str]) -> str:
@@ -18,9 +29,9 @@ def build_kind(identity: Mapping[str, str]) -> str:
         return "test build: a kernel wrong on purpose"
     if identity.get("debug_commands") == "accepted":
         return "test build: hangs or faults on request"
-    if identity.get("debug_commands") == "refused":
+    if identity.get("build") == "release":
         return "release"
-    return "unknown: its handshake did not say"
+    return "unknown: its handshake did not say (a runner older than protocol 1.4)"
 
 
 def runner_rows(targets: Mapping[str, Any]) -> list[dict[str, str]]:

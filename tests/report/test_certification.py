@@ -239,7 +239,11 @@ def _test_runner(planted: bool) -> Edit:
 def _unexpected_build(folder: Path) -> None:
     def forge(found: list[dict[str, Any]]) -> None:
         row = next(r for r in found if r["verdict"] == "PASS")
-        row["target_info"] = {"build_id": "board-aaaa", "expected_build_id": "board-bbbb"}
+        row["target_info"] = {
+            "build_id": "board-aaaa",
+            "expected_build_id": "board-bbbb",
+            "build": "release",
+        }
 
     rewrite_as_the_run(folder, forge)
 

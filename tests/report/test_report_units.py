@@ -148,25 +148,27 @@ def test_the_runner_table_names_each_build_and_whether_it_is_a_release(
     lines = (folder / "records.jsonl").read_text().splitlines()
     runner = {"build_id": "b1", "executorch": "1.5.1", "platform": "posix", "engine": "executorch"}
     builds = [
-        ("vboard", {**runner, "debug_commands": "refused", "etdump": "yes"}),
+        ("vboard", {**runner, "debug_commands": "refused", "etdump": "yes", "build": "release"}),
         ("vtest", {**runner, "build_id": "b2", "debug_commands": "accepted", "etdump": "yes"}),
         ("vplant", {**runner, "build_id": "b3", "debug_commands": "refused", "etdump": "yes",
                     "planted_fault": "aten::add.out"}),
+        ("vold", {**runner, "build_id": "b4", "debug_commands": "refused", "etdump": "no"}),
     ]  # fmt: skip
     records = []
     for (target, info), line in zip(builds, lines, strict=False):
         record = json.loads(line)
         record.update(target=target, target_info=info)
         records.append(json.dumps(record))
-    (folder / "records.jsonl").write_text("\n".join([*records, *lines[3:]]) + "\n")
+    (folder / "records.jsonl").write_text("\n".join([*records, *lines[4:]]) + "\n")
     page = write_report([folder], tmp_path / "report").html_path.read_text()
     table = page[page.index('id="runners"') : page.index("<h3>Artifacts</h3>")]
     rows = {
         target: re.sub(r"<[^>]+>", " ", row)
         for target, row in re.findall(r'<tr data-target="([^"]+)"[^>]*>(.*?)</tr>', table, re.S)
     }
-    assert set(rows) == {"vboard", "vtest", "vplant"}
+    assert set(rows) == {"vboard", "vtest", "vplant", "vold"}
     assert " release " in rows["vboard"] and " refused " in rows["vboard"]
     assert "test build: hangs or faults on request" in rows["vtest"]
     assert "test build: a kernel wrong on purpose" in rows["vplant"]
     assert "aten::add.out" in rows["vplant"]
+    assert rows["vold"].count("unknown: its handshake did not say") == 1
