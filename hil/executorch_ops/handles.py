@@ -1,7 +1,12 @@
 """What a test reaches through one of ExecuTorch's pipelines besides its stage edits: the
 tester (its check methods as markers, its compile spec), the quantizer (the configs the test
-sets; anything else accepted and listed) and the quantize stage (calibration samples). Each
-writes what the test asked into the pipeline's record (hil.executorch_ops.calls).
+sets; any other quantizer edit listed as unapplied) and the quantize stage (calibration
+samples). Each writes what the test asked into the pipeline's record (hil.executorch_ops.calls).
+
+What the stand-in does not keep (a stage's artifact: `tester.stages[StageType.X]`,
+`tester.get_artifact()`; a stage's `kwargs`) is theirs once their pipeline built the program
+(hil.executorch_ops.their_program); before that, reading it raises TheirSurface, and the plugin
+runs the case as their own test, the reason counted, never a raw TypeError.
 """
 
 from __future__ import annotations
@@ -10,7 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hil.executorch_ops.calls import PipelineCall
+from hil.executorch_ops.calls import Edit, PipelineCall, TheirSurface, described
+
+# their Tester's attributes that are no check: its stages and what they hold
+SURFACES = ("stages", "get_artifact", "get_graph", "cur", "stage_output", "original_module")
+
+
+def surface_needed(what: str) -> TheirSurface:
+    return TheirSurface(
+        f"the test reads {what}, which hil's stand-in for their pipeline does not keep",
+        fix="it runs as their own test (their harness's verdict, counted apart)",
+    )
 
 
 class TesterMethod:
@@ -22,6 +37,10 @@ class TesterMethod:
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:  # called directly: not a stage
         return None
+
+    def their_method(self, tester: Any) -> Any:
+        """The same method of their tester (their pipeline builds the program)."""
+        return getattr(tester, self.name)
 
 
 class Tester:
@@ -40,7 +59,24 @@ class Tester:
         extensions = "".join(f"+{e}" for e in self._call.option("tosa_extensions") or ())
         return TosaCompileSpec(f"TOSA-{version}+{profile}{extensions}")
 
-    def __getattr__(self, name: str) -> TesterMethod:
+    @property
+    def stages(self) -> Any:
+        return self._their("stages")
+
+    def get_artifact(self, *args: Any, **kwargs: Any) -> Any:
+        return self._their("get_artifact")(*args, **kwargs)
+
+    def _their(self, name: str) -> Any:
+        their = self._call.their_pipeline
+        if their is None:
+            raise surface_needed(f"pipeline.tester.{name}")
+        return getattr(their.tester, name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if self._call.their_pipeline is not None or name in SURFACES:
+            return self._their(name)
         return TesterMethod(name)
 
 
@@ -52,25 +88,34 @@ class Quantizer:
         self._call = call
 
     def set_global(self, config: Any) -> Quantizer:
+        self._call.edits.append(Edit("quantizer.set_global", (config,)))
         self._call.global_config = config
         return self
 
     def set_io(self, config: Any) -> Quantizer:
+        self._call.edits.append(Edit("quantizer.set_io", (config,)))
         self._call.io_config = config
         return self
 
     def __getattr__(self, name: str) -> Callable[..., Quantizer]:
-        def accepted(*args: Any, **kwargs: Any) -> Quantizer:
-            self._call.accepted.append(f"quantizer.{name}")
+        """Another quantizer setting (`set_module_type(torch.nn.Sigmoid, None)`): the recipe
+        quantizes otherwise, so it is unapplied (built by their pipeline, or refused)."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def unapplied(*args: Any, **kwargs: Any) -> Quantizer:
+            self._call.edits.append(Edit(f"quantizer.{name}", args, dict(kwargs)))
+            self._call.unapplied.append(f"quantizer.{name}({described(args, kwargs)})")
             return self
 
-        return accepted
+        return unapplied
 
     def __setattr__(self, name: str, value: Any) -> None:
-        """`pipeline.quantizer.quantizer = their own quantizer`: the recipe's quantizer stays
-        (configured from the test's global config), and the record says so."""
+        """`pipeline.quantizer.quantizer = their own quantizer`: not the recipe's quantizer,
+        so unapplied (built by their pipeline, or refused)."""
         if name != "_call":
-            self._call.accepted.append(f"quantizer.{name} = {type(value).__name__}")
+            self._call.edits.append(Edit(f"quantizer.{name}", (value,), setting=True))
+            self._call.unapplied.append(f"quantizer.{name} = {type(value).__name__}")
         object.__setattr__(self, name, value)
 
 
@@ -98,10 +143,22 @@ class QuantizeStage:
 
     @calibration_samples.setter
     def calibration_samples(self, samples: Any) -> None:
+        self._call.edits.append(
+            Edit("_stages.0.args.0.calibration_samples", (samples,), setting=True)
+        )
         self._call.options["calibration_samples"] = samples
 
 
 @dataclass(frozen=True)
 class Stage:
+    """A stage of the stand-in's list: for quantize, the calibration samples. Anything else
+    of theirs (`id`, `kwargs`, `func`: their list has check stages the stand-in's has not) is
+    TheirSurface."""
+
     name: str
     args: tuple[Any, ...]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise surface_needed(f"pipeline._stages[...].{name}")

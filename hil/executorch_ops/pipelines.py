@@ -5,9 +5,12 @@ An operator test imports `TosaPipelineINT` (and the others) from
 name is bound to the stand-in of the same name. It takes the same arguments (module, inputs,
 the aten and edge ops it expects, and every keyword), answers `pipeline.quantizer` and
 `pipeline.tester`, records stage edits, and its `run()` hands the record (hil.executorch_ops
-.calls) to hil. Nothing of ExecuTorch's harness runs. A method hil has no meaning for
-(`dump_artifact`, `visualize`, ...) is accepted and listed in the record, never dropped
-silently.
+.calls) to hil. A method hil has no meaning for (`dump_artifact`, `visualize`, ...) is accepted
+and listed in the record, never dropped silently. An edit that changes the program and that
+hil's recipes do not make (a partitioner check, a quantizer's module config, another lowering
+route) is listed as unapplied: the runner then builds the program with their own pipeline
+class, every edit made again on it in order (hil.executorch_ops.their_program), or refuses
+the case naming the edit. Every edit is kept for that (`call.edits`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from hil.executorch_ops.calls import PipelineCall, StageAssertion
+from hil.executorch_ops.calls import (
+    BUILD_STAGES,
+    Edit,
+    PipelineCall,
+    StageAssertion,
+    TheirClass,
+    described,
+)
 from hil.executorch_ops.handles import (
     STAGES,
     Quantizer,
@@ -43,6 +53,7 @@ class StandIn:
 
     name: ClassVar[str] = ""
     runner: ClassVar[Runner | None] = None  # bound per test (bind())
+    their_class: ClassVar[Any] = None  # their pipeline class of the same name (bind())
     op_names: ClassVar[tuple[str, str]] = ("aten_op", "exir_op")
 
     def __class_getitem__(cls, _item: Any) -> type[StandIn]:
@@ -53,6 +64,12 @@ class StandIn:
         named = dict(zip(self.positional(), args, strict=False))
         self.call = PipelineCall(self.name, module, inputs, {**named, **kwargs})
         self.call.assertions.extend(self.initial_assertions())
+        if self.their_class is not None:
+            self.call.their = TheirClass(self.their_class, (module, test_data, *args), kwargs)
+        if kwargs.get("use_to_edge_transform_and_lower") is False:
+            self.call.unapplied.append(
+                "use_to_edge_transform_and_lower=False (to_edge, then partition)"
+            )
         self.tester = Tester(self.call)
         self._quantizer = Quantizer(self.call)
 
@@ -78,7 +95,11 @@ class StandIn:
         return STAGES.index(stage_id)
 
     @property
-    def _stages(self) -> list[Stage]:
+    def _stages(self) -> Any:
+        """The quantize stage's calibration samples; the rest of their stage list is theirs
+        once their pipeline built the program, else TheirSurface (the case runs as theirs)."""
+        if self.call.their_pipeline is not None:
+            return self.call.their_pipeline._stages
         return [
             Stage(name, (QuantizeStage(self.call),) if name == "quantize" else ())
             for name in STAGES
@@ -86,13 +107,16 @@ class StandIn:
 
     # -- their stage edits ---------------------------------------------------------------
 
-    def add_stage(
-        self, func: Any, *args: Any, pos: int = -1, suffix: str | None = None, **kwargs: Any
-    ) -> StandIn:
+    def add_stage(self, func: Any, *args: Any, **kwargs: Any) -> StandIn:
+        self.call.edits.append(Edit("add_stage", (func, *args), dict(kwargs)))
+        kwargs.pop("pos", None)
+        kwargs.pop("suffix", None)
         self._record(func, "end", args, kwargs)
         return self
 
     def add_stage_after(self, stage_id: str, func: Any, *args: Any, **kwargs: Any) -> StandIn:
+        self.call.edits.append(Edit("add_stage_after", (stage_id, func, *args), dict(kwargs)))
+        kwargs.pop("suffix", None)
         self._record(func, stage_id, args, kwargs)
         return self
 
@@ -104,6 +128,7 @@ class StandIn:
             self.call.accepted.append(f"add_stage({getattr(func, '__name__', func)!s})")
 
     def pop_stage(self, identifier: int | str) -> StandIn:
+        self.call.edits.append(Edit("pop_stage", (identifier,)))
         stage = str(identifier)
         self.call.popped.add(stage)
         check, _, after = stage.partition(".")
@@ -113,6 +138,9 @@ class StandIn:
         return self
 
     def change_args(self, stage_id: str, *args: Any, **kwargs: Any) -> StandIn:
+        self.call.edits.append(Edit("change_args", (stage_id, *args), dict(kwargs)))
+        if stage_id in BUILD_STAGES:
+            self.call.unapplied.append(f"{stage_id}({described(args, kwargs)})")
         check, _, after = stage_id.partition(".")
         if args and any((a.check, a.after) == (check, after) for a in self.call.assertions):
             self.call.assertions[:] = [
@@ -123,6 +151,7 @@ class StandIn:
         return self
 
     def count_tosa_ops(self, counts: dict[str, int]) -> StandIn:
+        self.call.edits.append(Edit("count_tosa_ops", (counts,)))
         self.call.assertions.append(
             StageAssertion("count_tosa_ops", "to_edge_transform_and_lower", dict(counts))
         )
@@ -152,6 +181,7 @@ class StandIn:
             raise AttributeError(name)
 
         def accepted(*args: Any, **kwargs: Any) -> StandIn:
+            self.call.edits.append(Edit(name, args, dict(kwargs)))
             self.call.accepted.append(name)
             return self
 
@@ -318,7 +348,8 @@ STAND_INS: dict[str, type[StandIn]] = {
 }
 
 
-def bind(name: str, runner: Runner) -> type[StandIn]:
-    """The stand-in for their class `name`, answering run() with `runner`."""
+def bind(name: str, runner: Runner, their_class: Any = None) -> type[StandIn]:
+    """The stand-in for their class `name`, answering run() with `runner`; `their_class` is
+    their class of that name, to build the program with where hil's recipe cannot."""
     base = STAND_INS[name]
-    return type(name, (base,), {"runner": staticmethod(runner)})
+    return type(name, (base,), {"runner": staticmethod(runner), "their_class": their_class})

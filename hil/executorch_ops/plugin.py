@@ -7,13 +7,16 @@ collection   each test that builds one of their pipelines is parametrized over t
              applied, so hil's verdict stands on its own and the difference is listed
 look-ahead   before the first test, every test body runs up to its pipeline's run(),
              which only notes the export; the exports start on every core
-call         the test module's pipeline names are bound to hil's stand-ins for the call
+call         the test module's pipeline names are bound to hil's stand-ins for the call; a
+             test that reads what the stand-ins do not keep (TheirSurface) runs again as
+             their own test, the reason counted (OWN_TEST)
 summary      hil's verdict beside what ExecuTorch's own rule says of the same outputs
 """
 
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -24,6 +27,7 @@ import torch
 
 from hil.errors import HilError
 from hil.executorch_ops import mapping
+from hil.executorch_ops.calls import TheirSurface
 from hil.executorch_ops.pipelines import STAND_INS, bind
 from hil.executorch_ops.runner import CaseRunner, Choice
 from hil.plugin.state import RECORD_KEY, HilState
@@ -31,6 +35,7 @@ from hil.plugin.state import RECORD_KEY, HilState
 PARAM = "hil_executorch_target"
 SKIPS = ("skip", "skipif", "xfail")
 THEIR_XFAIL = pytest.StashKey[str]()
+OWN_TEST = "hil_executorch_own_test"  # user property: why hil ran the case as their own test
 NEVER_RAN = (
     "{node} built no pipeline hil answers, or never called its run(): nothing was "
     "judged, so it cannot pass"
@@ -195,7 +200,7 @@ def _stand_ins(item: pytest.Item, runner: CaseRunner) -> Iterator[None]:
     saved = {n: getattr(module, n) for n in STAND_INS if hasattr(module, n)}
     try:
         for name in saved:
-            setattr(module, name, bind(name, runner))
+            setattr(module, name, bind(name, runner, saved[name]))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)  # their factories call randn: the same inputs in every run
             yield
@@ -210,15 +215,30 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if choice is None:
         return (yield)
     runner = _runner(item, choice)
+    surface: TheirSurface | None = None
     with _stand_ins(item, runner):
         try:
             outcome = yield
+        except TheirSurface as needed:
+            surface = needed
         except Exception as error:
             _their_own_error(item, error)
             raise
+    if surface is not None:
+        return _as_their_own_test(item, surface)
     if not _judged(item):
         pytest.fail(NEVER_RAN.format(node=item.nodeid), pytrace=False)
     return outcome
+
+
+def _as_their_own_test(item: pytest.Item, surface: TheirSurface) -> None:
+    """The test again, with their pipeline classes and their harness's run and verdict: it
+    reads a part of their harness hil does not stand in for. The reason is kept on the item
+    (OWN_TEST) and counted in the summary; a verdict hil gave before stays recorded."""
+    item.user_properties.append((OWN_TEST, surface.message))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        item.runtest()
 
 
 def _judged(item: pytest.Item) -> bool:
@@ -282,6 +302,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from hil.executorch_ops.summary import render
 
     lines = render(_state(config).records)
+    own = [
+        str(value)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for key, value in getattr(report, "user_properties", ())
+        if key == OWN_TEST
+    ]
+    if own:
+        lines.append(f"run as their own test (their harness's verdict, not hil's): {len(own)}")
+        for reason, count in sorted(Counter(own).items()):
+            lines.append(f"  {count} x {reason}")
     if lines:
         terminalreporter.section("ExecuTorch's operator tests: hil's verdict beside theirs")
         for line in lines:

@@ -6,6 +6,13 @@
       -> their qtol rule on the same arrays (hil.executorch_ops.their_rule)
       -> one record (hil's, with an "executorch" part), then raise what failed
 
+A test whose edits change the program beyond hil's recipe options (call.unapplied) has its
+program built by their own pipeline where a target runs that program as it is
+(hil.executorch_ops.their_program: their stage checks run by their code); on an Ethos-U
+target, an edit that only adds partitioner checks is made on hil's own lowering with the
+test's objects (hil.executorch_ops.checked); elsewhere it is NOT JUDGED, the skip naming each
+edit. No edit is recorded and silently left out.
+
 A failed hil verdict fails the test as any hil check does; a judged stage assertion that
 does not hold fails it as a partition mismatch. A case ExecuTorch's own tests mark as an
 expected failure (their xfails, not the "no FVP" ones) is an expected failure here too when hil
@@ -25,7 +32,7 @@ import pytest
 from hil.case import Case, case_from_module
 from hil.devices import RecipeSpec
 from hil.errors import TEST_FAILURES, HilError, PartitionMismatch, TargetUnavailable
-from hil.executorch_ops import mapping, stages, their_rule
+from hil.executorch_ops import checked, mapping, stages, their_program, their_rule
 from hil.executorch_ops.calls import PipelineCall
 from hil.plugin.state import RECORD_KEY, HilState
 from hil.plugin.state import Variant as HilVariant
@@ -87,17 +94,27 @@ class CaseRunner:
                 f"{call.pipeline}: the test is for the {theirs}, {self.choice.target}'s "
                 f"{recipe} recipe for the {ours}"
             )
+        by_them = bool(call.unapplied) and their_program.answers(call, recipe)
+        checks = checked.checks_of(call) if recipe == checked.RECIPE else None
+        name = self._run_name()
+        if call.unapplied and not by_them and checks is None:
+            pytest.skip(
+                f"{name}: NOT JUDGED: the test changes {'; '.join(call.unapplied)}, which hil "
+                f"does not apply on {self.choice.target} ({recipe} recipe); hil builds such a "
+                "program with their own pipeline only where the target runs it as it is "
+                f"({', '.join('/'.join(a) for a in sorted(their_program.ANSWERS))})"
+            )
         # calibrated as their harness calibrates: on the test's own samples, else on the
         # test's inputs alone (an operator defined on positive inputs gets positive ones)
         samples = call.option("calibration_samples")
         given = list(samples) if samples is not None else [call.inputs]
-        name = self._run_name()
         case = case_from_module(name, call.module, call.inputs, calibration=lambda: given)
         chosen: str | RecipeSpec = variant.recipe(recipe) if variant.options else recipe
         if self.noting is not None:
-            self.noting.append((case, self.choice.target, chosen))
+            if not by_them and checks is None:  # built in the test's own run
+                self.noting.append((case, self.choice.target, chosen))
             return  # the body goes on: a test that runs pipelines in a loop notes them all
-        self._check(call, case, chosen, variant, recipe)
+        self._check(call, case, chosen, variant, recipe, by_them, checks)
 
     def _run_name(self) -> str:
         """The test's name; a second pipeline run in the same test (a loop over samples)
@@ -121,6 +138,8 @@ class CaseRunner:
         chosen: str | RecipeSpec,
         variant: mapping.Variant,
         recipe: str,
+        by_them: bool = False,
+        checks: list[Any] | None = None,
     ) -> None:
         session, target = self.state.session, self.choice.target
         hil_variant = HilVariant(case.name, case, target, recipe)
@@ -139,19 +158,29 @@ class CaseRunner:
             self._record_error(hil_variant, e, call, variant)
             raise
         bar = mapping.quantization_bar(call)
-        if bar is not None and self._quantized(case, chosen):
+        if bar is not None and not by_them and self._quantized(case, chosen):
             case = replace(case, tolerance=bar)
         try:
-            result = session.check(case, target, chosen)
+            if by_them:
+                result = their_program.check(session, call, case, target, variant.options)
+            elif checks is not None:
+                result = checked.check(session, call, case, target, variant.options, checks)
+            else:
+                result = session.check(case, target, chosen)
         except HilError as e:
             self._record_error(hil_variant, e, call, variant)
             self._expected(e)
             raise
         numerics = mapping.numerics(call.pipeline, call.options)
-        checked = stages.evaluate(call.assertions, result.artifact, recipe, call.pipeline)
+        # their program: their stage checks ran in their pipeline, by their code
+        judged = (
+            []
+            if by_them
+            else stages.evaluate(call.assertions, result.artifact, recipe, call.pipeline)
+        )
         theirs = their_rule.their_verdict(call, numerics, result.arrays_path, result.artifact)
         record = result.to_record()
-        record[EXTRA] = self._extra(call, variant, checked, theirs)
+        record[EXTRA] = self._extra(call, variant, judged, theirs, checks)
         self.item.user_properties.append((RECORD_KEY, record))
         self.item.config.hook.pytest_hil_result(item=self.item, result=result, record=record)
         try:
@@ -159,7 +188,7 @@ class CaseRunner:
         except HilError as e:
             self._expected(e)
             raise
-        failed = [c for c in checked if c.status == stages.FAILED]
+        failed = [c for c in judged if c.status == stages.FAILED]
         if failed and self.their_xfail:
             # their expected failure qualifies their own assertions (hil's verdict held)
             pytest.xfail(
@@ -194,6 +223,7 @@ class CaseRunner:
         variant: mapping.Variant,
         checked: list[stages.StageResult],
         theirs: their_rule.TheirVerdict,
+        checks: list[Any] | None = None,
     ) -> dict[str, Any]:
         return {
             "pipeline": call.pipeline,
@@ -206,6 +236,12 @@ class CaseRunner:
             "their_xfail": self.their_xfail,
             "stage_assertions": [c.to_record() for c in checked],
             "accepted_not_run": sorted(set(call.accepted)),
+            "built_by": "their pipeline"
+            if call.their_pipeline is not None
+            else "hil's recipe with the test's partitioner checks"
+            if checks
+            else "hil's recipe",
+            "their_edits": list(call.unapplied),
         }
 
     def _record_error(
