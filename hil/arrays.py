@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,14 @@ def to_array(value: Any) -> Array:
     return np.array(value, copy=True)
 
 
-def save_check_arrays(path: Path, **groups: Sequence[Any]) -> Path:
-    """Keep every array of a check in one .npz (`inputs=[...]` is stored as input0, input1...).
+def save_check_arrays(path: Path, **groups: Sequence[Any]) -> tuple[Path, str]:
+    """Keep every array of a check in one .npz (`inputs=[...]` is stored as input0, input1...);
+    its resolved path and the sha256 of the file as written.
 
     Written for every check, passing or not, so a failure can be studied offline and a pass
-    compared with a later failure.
+    compared with a later failure. The file keeps its name across runs (a later check of the
+    same name replaces it), so the record carries the sha256: a reader can tell this check's
+    arrays from another's before it draws them.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, Array] = {}
@@ -48,4 +52,6 @@ def save_check_arrays(path: Path, **groups: Sequence[Any]) -> Path:
                 to_array(value) if isinstance(value, torch.Tensor) else np.asarray(value)
             )
     np.savez(path, **arrays)  # uncompressed: model tensors barely compress, and 8x faster
-    return path.resolve()
+    with path.open("rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    return path.resolve(), digest

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hil.errors import HilError, UsageError
+from hil.errors import HilError, ResultsBusy, UsageError
 
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -60,7 +60,8 @@ def add_parser(commands: Any) -> None:
     check.add_argument(
         "--results-dir",
         type=Path,
-        help="arrays and records (default: $HIL_RESULTS_DIR or .hil/results)",
+        help="arrays and records (default: $HIL_RESULTS_DIR or .hil/results); refused while "
+        "another run holds it, an earlier run there moved into earlier/RUN_ID/",
     )
     check.set_defaults(run=run)
 
@@ -195,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"hil: {name} on {target} with {recipe}", file=sys.stderr)
             try:
                 result = session.check(case, target, recipe)
+            except ResultsBusy:  # the folder, not this check: nothing else may run either
+                raise
             except HilError as e:
                 records.append(error_record(name, target, recipe, e))
                 failures.append(f"{target} [{recipe}]: {e}")

@@ -14,6 +14,7 @@ and whose `fix` says what to do about it. The subtrees tell the plugin how to cl
     │                         model's failure; the lab's problem, like infrastructure)
     ├── CacheError            the artifact store could not be read or written
     ├── ProgramUnreadable     a .pte that is not one, is damaged, or is another ExecuTorch's
+    ├── ResultsBusy           a results folder is held by a run still writing it (hil.results)
     ├── ReportError           a results folder or report is unreadable or fails its schema
     │   └── ReportAltered     a report, an input or a subject differs from what was sealed
     │                         or signed (an edited report is never merged or verified)
@@ -247,6 +248,18 @@ class PartitionMismatch(CheckFailed):
 
 class BudgetExceeded(CheckFailed):
     """Latency or memory exceeded the budget."""
+
+
+class ResultsBusy(HilError):
+    """A results folder is held by another run that has not ended (its `.lock`): two runs
+    writing one folder would mix their records, so the second is refused before any work.
+    `holder` is what the holding run wrote into the lock (run id, pid, host, command)."""
+
+    def __init__(
+        self, message: str, *, fix: str | None = None, holder: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message, fix=fix)
+        self.holder = dict(holder or {})
 
 
 class ReportError(HilError):

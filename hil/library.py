@@ -4,7 +4,12 @@ writes, so `hil report` makes a certification report of a library run.
 In its results folder (`results_dir`, else `$HIL_RESULTS_DIR` or `.hil/results`) the first check
 starts `run.json` (what ran, on which machine, the tools and targets) and `records.jsonl`, each
 check appends its record as it ends (an error's too, before it is raised), and close() ends
-`run.json`. A new session starts a new run there, as a new pytest run does.
+`run.json` (with the count and sha256 of the records it wrote). A new session starts a new run
+there, as a new pytest run does: the folder's earlier run is moved into `earlier/<run_id>/`,
+and from the first check to close() the session holds the folder, so a pytest run or another
+session that wants it meanwhile is refused (ResultsBusy), and this session is refused while
+one of those holds it. A library run has no collection: its run.json's `collected` and `ended`
+stay null.
 """
 
 from __future__ import annotations
@@ -54,10 +59,11 @@ class Session(session.Session):
         return result
 
     def _start(self, target: str) -> None:
-        if self._run is None:
-            self._folder.begin()
+        """The run begun at the first check (or the first after close()), before any work:
+        a folder another run holds refuses it with ResultsBusy."""
+        if self._run is None or not self._folder.holding:
             argv = [os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]]
-            self._run = provenance.new_run(
+            run = provenance.new_run(
                 argv=argv,
                 positional=[],
                 invocation_dir=Path.cwd(),
@@ -66,6 +72,8 @@ class Session(session.Session):
                 line=f"cd {shlex.quote(str(Path.cwd()))} && "
                 + shlex.join([sys.executable, *sys.argv]),
             )
+            self._folder.begin(run)
+            self._run, self._records = run, []
         if target not in self._run["targets"]:
             self._run["targets"][target] = provenance.target_entry(self.devices.get(target))
         self._folder.write_run(self._run)
@@ -75,7 +83,8 @@ class Session(session.Session):
         self._folder.append(record)
 
     def close(self) -> None:
-        if self._run is not None and self._run["finished"] is None:
+        if self._folder.holding and self._run is not None and self._run["finished"] is None:
             passed = all(r["verdict"] == "PASS" for r in self._records)
             self._folder.finish(self._run, exit_status=0 if passed else 1, records=self._records)
+        self._folder.release()
         super().close()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +17,19 @@ from hil.session import Session
 REPO = Path(__file__).resolve().parent.parent
 
 pytest_plugins = ["ci_skips"]  # under CI, a skip for a component CI installs fails
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """This run of hil's own tests gets a results folder of its own. Importing hil's library
+    starts hil in it, and a run holds its results folder to the end (hil.results.lock): in
+    the checkout's .hil/results, two runs of these tests at once would refuse each other, and
+    each would move a `pytest suites` run's results into earlier/. Nothing here is kept."""
+    if config.getoption("hil_results_dir", None) or os.environ.get("HIL_RESULTS_DIR"):
+        return
+    folder = tempfile.mkdtemp(prefix="hil-own-tests-results-")
+    config.option.hil_results_dir = Path(folder)
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,7 @@ from hil.plugin.fixtures import (
 )
 from hil.plugin.options import OPT_IN_TAGS, add_options, hil_options_given
 from hil.plugin.state import RECORD_KEY, SESSION_KEY, STATE
+from hil.plugin.tests_seen import register as watch_tests
 
 if TYPE_CHECKING:
     from hil.plugin.state import HilState
@@ -68,6 +69,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    watch_tests(config)  # before hil starts: run.json lists every collected and ended test
     if hil_options_given(config) or any(name in sys.modules for name in LIBRARY_MODULES):
         state_of(config)
     else:

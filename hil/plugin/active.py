@@ -29,6 +29,9 @@ from hil.speedups.switch import PRISTINE
 # A test whose cases apply to none of the run's targets and recipes: deselected at collection.
 NOT_APPLICABLE = "no-case-applies"
 NOT_APPLICABLE_MARK = pytest.mark.hil_not_applicable
+# The run's start, refused (its results folder is busy) when hil started late: raised by
+# HilPlugin at the next hook where pytest shows it as a usage error, not a collection error
+REFUSED = pytest.StashKey[pytest.UsageError]()
 
 
 def activate(config: pytest.Config) -> HilState:
@@ -37,6 +40,9 @@ def activate(config: pytest.Config) -> HilState:
     Activated after the run started (the first hil test was met at collection, or, in an
     xdist controller, the first hil record arrived), the new hooks get the session's start
     now, so run.json and records.jsonl are written as in a run that used hil from the start.
+    A start refused then (another run holds the results folder) is raised by HilPlugin once
+    collection is over: inside a collector pytest would turn it into a collection error with
+    a traceback.
     """
     manager = config.pluginmanager
     before = manager.get_plugins()
@@ -72,7 +78,10 @@ def activate(config: pytest.Config) -> HilState:
     lab_hooks.register(config)  # retries, quarantine, attempts in records, SIGTERM
     started = config.stash.get(SESSION_KEY, None)
     if started is not None:
-        manager.subset_hook_caller("pytest_sessionstart", before)(session=started)
+        try:
+            manager.subset_hook_caller("pytest_sessionstart", before)(session=started)
+        except pytest.UsageError as e:
+            config.stash[REFUSED] = e
     return state
 
 
@@ -159,7 +168,6 @@ class HilPlugin:
         self.config = config
         self.state: HilState = config.stash[STATE]
         self.seen: set[tuple[str, int]] = set()
-        self.recording = False  # this process writes the results folder (not an xdist worker)
 
     def pytest_report_header(self) -> list[str]:
         targets = ", ".join(self.state.options.targets)
@@ -182,9 +190,17 @@ class HilPlugin:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
+    def _refused(self) -> None:
+        """A late start's refusal (activate), as the usage error it is."""
+        refused = self.config.stash.get(REFUSED, None)
+        if refused is not None:
+            del self.config.stash[REFUSED]
+            raise refused
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Export ahead what the collected checks need, in their order (not in an xdist
         process: xdist already spreads the run over the cores)."""
+        self._refused()
         if _under_xdist(self.config) or self.config.option.collectonly:
             return
         checks = []
@@ -199,13 +215,13 @@ class HilPlugin:
             _say(self.config, f"not exporting ahead: {e}")
 
     def pytest_sessionstart(self) -> None:
+        """An xdist worker writes arrays only: the controller gets every report and holds
+        the folder (report_hooks.RunRecorder takes it, with the run document)."""
         if hasattr(self.config, "workerinput"):
             self.state.session.results_dir.mkdir(parents=True, exist_ok=True)
-            return  # an xdist worker: the controller gets every report and keeps the files
-        self.state.results.begin()
-        self.recording = True
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._refused()  # an xdist controller that started hil at this report
         # setup, call and teardown reports all carry the item's properties: take each once
         for index, (name, record) in enumerate(report.user_properties):
             if (
@@ -215,7 +231,7 @@ class HilPlugin:
             ):
                 self.seen.add((report.nodeid, index))
                 self.state.records.append(record)
-                if self.recording:  # kept as it comes: a Ctrl-C loses nothing
+                if self.state.results.holding:  # kept as it comes: a Ctrl-C loses nothing
                     self.state.results.append(record)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -229,10 +245,11 @@ class HilPlugin:
             fvp_table.render(records) + memory_table.render(records) + problems.render(records)
         ):
             terminalreporter.write_line(line)
-        if self.recording:
+        if self.state.results.holding:
             terminalreporter.write_line(f"records: {self.state.results.records_path}")
 
     def pytest_unconfigure(self) -> None:
+        self.state.results.release()  # after --hil-report read the run: the next run may move it
         self.state.session.close()
 
 

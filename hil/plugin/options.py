@@ -60,7 +60,8 @@ def add_options(parser: pytest.Parser) -> None:
         type=Path,
         metavar="DIR",
         help="arrays of every check, run.json and records.jsonl (default: $HIL_RESULTS_DIR or "
-        ".hil/results)",
+        ".hil/results); one run at a time holds it, and an earlier run there is moved into "
+        "DIR/earlier/RUN_ID/",
     )
     group.addoption(
         "--hil-devices",

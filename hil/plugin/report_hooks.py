@@ -1,13 +1,18 @@
 """Run provenance for every run (`<results>/run.json`), and `--hil-report DIR` at the end.
 
-run.json is written when the run starts (so even a run killed half-way says what it was) and
-again at the end with the finish time, the exit status, each hil test's pytest outcome and the
-identities the targets reported. With records.jsonl it is all `hil report` needs.
+run.json is written when the run starts (so even a run killed half-way says what it was: the
+run takes the results folder then, hil.results.writer), again when collection finished (the
+tests the run means to run, `collected`), as tests end (`ended`, at most once a second, so a
+run killed half-way lists at most a second's fewer tests than ended, never more), and at the
+end with the finish time, the exit status, each hil test's pytest outcome, the identities the
+targets reported and what records.jsonl holds. With records.jsonl it is all `hil report`
+needs, and enough for it to tell a whole run from one cut short.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -16,6 +21,7 @@ import pytest
 
 from hil.errors import HilError
 from hil.plugin.state import STATE, Variant
+from hil.plugin.tests_seen import seen_in
 from hil.report.certify import Written, write_report
 from hil.results import provenance
 
@@ -24,6 +30,7 @@ log = logging.getLogger("hil.plugin.report")
 RUN_KEY = pytest.StashKey[dict[str, Any]]()  # the run document, for other integrations
 VARIANT_ATTR = "hil_variant"  # set on each test report; survives xdist's serialisation
 MAX_REASON = 500
+ENDED_EVERY_S = 1.0  # run.json rewritten for `ended` at most this often (it may be large)
 
 
 class VariantTagger:
@@ -91,6 +98,7 @@ class RunRecorder:
         self.items: dict[str, dict[str, Any]] = {}
         self.written: Written | None = None
         self.report_error: HilError | None = None
+        self.progress_written = 0.0  # time.monotonic() of run.json's last `ended` write
 
     @property
     def results_dir(self) -> Path:
@@ -98,19 +106,54 @@ class RunRecorder:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """The run takes the results folder: a folder another run is writing is a usage
+        error now, before any work (hil.results.lock), never a mix of two runs' records."""
         state = self.config.stash[STATE]
         params = self.config.invocation_params
-        self.run = provenance.new_run(
+        run = provenance.new_run(
             argv=params.args,
             positional=self.config.args,
             invocation_dir=params.dir,
             rootdir=self.config.rootpath,
             targets={name: state.registry.get(name) for name in state.options.targets},
         )
+        self._note_tests(run)  # hil started late (an xdist controller): what was seen so far
+        try:
+            state.results.begin(run)
+        except HilError as e:
+            raise pytest.UsageError(str(e)) from e
+        self.run = run
         self.config.stash[RUN_KEY] = self.run
-        state.results.write_run(self.run)
+
+    def _note_tests(self, run: dict[str, Any]) -> None:
+        seen = seen_in(self.config)
+        run["collected"] = None if seen.collected is None else list(seen.collected)
+        run["ended"] = list(seen.ended)
+
+    def _write_progress(self, *, now: bool) -> None:
+        """run.json with the tests collected and ended so far: `now` when collection
+        finished, else at most every ENDED_EVERY_S (a suite of thousands of tests would
+        otherwise rewrite a large file thousands of times)."""
+        if not self.run:
+            return
+        if not now and time.monotonic() - self.progress_written < ENDED_EVERY_S:
+            return
+        self._note_tests(self.run)
+        self.config.stash[STATE].results.write_run(self.run)
+        self.progress_written = time.monotonic()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._write_progress(now=True)
+
+    @pytest.hookimpl(trylast=True, optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        if self.run and self.run.get("collected") is None:  # the first worker's says it
+            self._write_progress(now=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self._write_progress(now=False)
         variant = getattr(report, VARIANT_ATTR, None)
         if not isinstance(variant, dict):
             return
@@ -121,6 +164,7 @@ class RunRecorder:
         if not self.run:
             return
         state = self.config.stash[STATE]
+        self._note_tests(self.run)
         state.results.finish(
             self.run,
             exit_status=exitstatus,

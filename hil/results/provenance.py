@@ -181,7 +181,11 @@ def new_run(
     line: str | None = None,
 ) -> dict[str, Any]:
     """The run document as it stands when a run starts (finish fills in the end). `line`: how
-    to run it again, where it is not pytest with `argv` (a script using hil.Session)."""
+    to run it again, where it is not pytest with `argv` (a script using hil.Session).
+
+    `collected` (the node ids pytest kept) and `ended` (those whose teardown was reported)
+    stay None outside pytest: a library run has no collection, its records are its checks.
+    `records` (count and sha256 of records.jsonl) is filled in by the writer's finish()."""
     started = now_iso()
     machine = machine_info()
     args = list(argv)
@@ -209,6 +213,9 @@ def new_run(
         "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith("HIL_")},
         "targets": {name: target_entry(spec) for name, spec in targets.items()},
         "items": [],
+        "collected": None,
+        "ended": None,
+        "records": None,
     }
 
 

@@ -264,7 +264,7 @@ class Session:
         ):  # the program returns the inputs it wrote first: judged too, against eager's writes
             reference = replace(reference, outputs=reference.written + reference.outputs)
         name = check.file_stem
-        arrays = save_check_arrays(
+        arrays, arrays_sha256 = save_check_arrays(
             self.results_dir / "arrays" / f"{name}.npz",
             input=built.inputs,
             reference=reference.outputs,
@@ -286,6 +286,7 @@ class Session:
             lowered=lowered,
         )
         result = judge(built, spec, RecipeFacts.of(recipe_obj), artifact, reference, seen, arrays)
+        result = replace(result, arrays_sha256=arrays_sha256)
         altered = alterations(seen.target_info, rewritten=rewrite is not None)
         if altered:
             result = replace(result, altered=altered)

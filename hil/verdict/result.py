@@ -118,6 +118,9 @@ class CheckResult:
     # why the run's numbers are not a release device's own work (hil.verdict.altered): marked
     # whether the check passed or failed, and never certified
     altered: tuple[str, ...] = ()
+    # sha256 of the .npz at arrays_path as this check wrote it ("" if it wrote none): a later
+    # check of the same name replaces the file, and a reader must not take its arrays for these
+    arrays_sha256: str = ""
 
     # -- reading the checks ------------------------------------------------------------------
 
@@ -262,6 +265,8 @@ class CheckResult:
                 "altered": list(self.altered),
             }
         )
+        if self.arrays_sha256:
+            record["arrays_sha256"] = self.arrays_sha256
         return record
 
     def _budget_record(self) -> dict[str, Any] | None:

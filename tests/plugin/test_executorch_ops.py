@@ -146,6 +146,9 @@ def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     ]
     assert held  # one delegate, as their pipeline asserts, judged on hil's partition
     assert "their rule" in text and "test_relu::test_relu_u85_INT[ones]" in text  # per-case
+    ran = json.loads((pytester.path / "results" / "run.json").read_text())
+    tests = outcomes["passed"] + outcomes.get("skipped", 0)
+    assert len(ran["collected"]) == tests and ran["ended"] == ran["collected"]  # all of theirs
     from hil import cli
 
     out = pytester.path / "report"
