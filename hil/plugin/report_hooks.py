@@ -107,7 +107,10 @@ class RunRecorder:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """The run takes the results folder: a folder another run is writing is a usage
-        error now, before any work (hil.results.lock), never a mix of two runs' records."""
+        error now, before any work (hil.results.lock), never a mix of two runs' records.
+        `--collect-only` runs nothing: it leaves the folder, and the run it holds, alone."""
+        if self.config.option.collectonly:
+            return
         state = self.config.stash[STATE]
         params = self.config.invocation_params
         run = provenance.new_run(
@@ -195,8 +198,15 @@ class RunRecorder:
         elif self.written is not None:
             w = self.written
             terminalreporter.write_line(
-                f"hil report: {w.html_path.resolve()} (report.json sha256 {w.digest[:16]}...)"
+                f"hil report: {w.html_path.resolve()} (report.json content hash {w.digest[:16]}...)"
             )
+            reasons = w.certification["reasons"]
+            if reasons:
+                terminalreporter.write_line(
+                    f"hil report: NOT CERTIFIED ({len(reasons)} reason(s)): "
+                    + "; ".join(reasons[:3]),
+                    red=True,
+                )
 
 
 def register(config: pytest.Config) -> None:

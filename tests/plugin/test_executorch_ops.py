@@ -152,10 +152,14 @@ def test_the_wheels_relu_tests_run_on_u85_ref_and_host(
     from hil import cli
 
     out = pytester.path / "report"
-    assert (
-        cli.main(["report", "--results", str(pytester.path / "results"), "--out", str(out)]) == 0
-    )  # schema-checked when written
-    rows = json.loads((out / "report.json").read_text())["results"]
+    code = cli.main(["report", "--results", str(pytester.path / "results"), "--out", str(out)])
+    report = json.loads((out / "report.json").read_text())  # schema-checked when written
+    # whole and complete (every collected test ended, every record as written): only the
+    # checkout the run's rootdir is in may stand against it (a developer's uncommitted edits)
+    reasons = report["certification"]["reasons"]
+    assert all("uncommitted changes" in r or "git checkout" in r for r in reasons), reasons
+    assert code == (3 if reasons else 0)
+    rows = report["results"]
     theirs = [r["executorch"] for r in rows if r.get("executorch")]
     assert theirs and all(t["their_rule"] in ("PASS", "FAIL", "n/a") for t in theirs)
     assert 'data-kind="executorch"' in (out / "report.html").read_text() or all(
