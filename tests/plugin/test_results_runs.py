@@ -257,3 +257,14 @@ def test_under_xdist_the_controller_records_collected_and_ended(
     (record,) = records_of(results)
     assert run["records"] == {"count": 1, "sha256": sha256(results / "records.jsonl")}
     assert record["arrays_sha256"] == sha256(Path(record["arrays"]))
+
+
+def test_collect_only_leaves_the_folder_and_its_run_alone(project: pytest.Pytester) -> None:
+    """Listing the tests runs nothing: the last run stays the folder's run, untouched."""
+    project.runpytest("--target=host").assert_outcomes(passed=3)
+    folder = project.path / ".hil" / "results"
+    before = {name: sha256(folder / name) for name in ("run.json", "records.jsonl")}
+    listed = project.runpytest("--target=host", "--collect-only", "-q")
+    assert listed.ret == 0
+    assert {name: sha256(folder / name) for name in before} == before
+    assert not (folder / "earlier").exists()
