@@ -69,8 +69,12 @@ def project(pytester: pytest.Pytester, runs: Runs, shared_cache: Path) -> pytest
 def test_end_of_run_prints_where_the_report_is(project: pytest.Pytester) -> None:
     result = project.runpytest("--target=host", "--hil-report=out")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["hil report: */out/report.html (report.json content hash *...)",
-            "hil report: NOT CERTIFIED (1 reason(s)): run * did not run from a git checkout*",])
+    result.stdout.fnmatch_lines(
+        [
+            "hil report: */out/report.html (report.json content hash *...)",
+            "hil report: NOT CERTIFIED (1 reason(s)): run * did not run from a git checkout*",
+        ]
+    )
     assert verify_file(project.path / "out" / "report.json").ok
 
 
