@@ -38,6 +38,7 @@ from hil.errors import (
     ResourceExhausted,
     resource_exhaustion,
 )
+from hil.hashing import file_sha256
 from hil.locks import file_lock
 
 PTE_NAME = "model.pte"
@@ -114,14 +115,6 @@ class Artifact:
             return tuple(data[f"out{i}"] for i in range(len(data.files)))
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class ArtifactCache:
     """Get-or-build of export products by key."""
 
@@ -162,7 +155,7 @@ class ArtifactCache:
             if size != meta["size"]:
                 recorded = meta["size"]
                 return None, f"{pte} is {size} bytes, recorded {recorded} (truncated or replaced)"
-            if _sha256_file(pte) != meta["sha256"]:
+            if file_sha256(pte) != meta["sha256"]:
                 return None, f"{pte} does not match its recorded sha256 (corrupted)"
             artifact = Artifact(
                 key=key,

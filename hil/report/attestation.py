@@ -11,7 +11,6 @@ verifiers); hil adds nothing they would have to learn.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.errors import ReportAltered, ReportError, SignatureInvalid
+from hil.hashing import bytes_sha256, file_sha256
 from hil.report import document
 from hil.signing import LabKey, TrustedKey, open_envelope, seal_envelope
 
@@ -36,8 +36,8 @@ def statement(report: Mapping[str, Any], json_bytes: bytes, html_bytes: bytes) -
     from hil.report import gate
 
     subjects = [
-        _subject(REPORT_JSON, _sha256(json_bytes)),
-        _subject(REPORT_HTML, _sha256(html_bytes)),
+        _subject(REPORT_JSON, bytes_sha256(json_bytes)),
+        _subject(REPORT_HTML, bytes_sha256(html_bytes)),
         *(_subject(e["name"], e["sha256"]) for e in report.get("evidence") or []),
     ]
     runs = [
@@ -173,7 +173,7 @@ def verify(folder: Path, key: TrustedKey, given: Sequence[Path] = ()) -> Verifie
         checked.append(item["name"])
     digests = {digest: name for name, digest in wanted.items()}
     for path in given:
-        match = digests.get(_file_sha256(path))
+        match = digests.get(file_sha256(path))
         if match is None:
             raise ReportAltered(
                 f"{path} is none of the files this report vouches for (no subject has its sha256)",
@@ -208,7 +208,7 @@ def _compare(path: Path, wanted: str | None, name: str) -> None:
     if wanted is None:
         raise ReportAltered(f"the attestation has no subject {name}")
     try:
-        actual = _file_sha256(path)
+        actual = file_sha256(path)
     except OSError as e:
         raise ReportAltered(f"{name}: cannot read {path}: {e.strerror}") from e
     if actual != wanted:
@@ -221,15 +221,3 @@ def _compare(path: Path, wanted: str | None, name: str) -> None:
 
 def _subject(name: str, sha256: str) -> dict[str, Any]:
     return {"name": name, "digest": {"sha256": sha256}}
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

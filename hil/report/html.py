@@ -8,7 +8,6 @@ on disk), so the HTML never says something report.json does not.
 from __future__ import annotations
 
 import base64
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
+from hil.hashing import file_sha256
 from hil.report import fmt, plots, verdicts
 from hil.report.cells import quantization_cell, target_cell
 from hil.report.runner_table import runner_rows
@@ -226,7 +226,7 @@ def failure_plot(row: Mapping[str, Any]) -> str | None:
     if not wrong or not path.is_file():
         return None
     recorded = row.get("arrays_sha256")
-    if recorded and hashlib.sha256(path.read_bytes()).hexdigest() != recorded:
+    if recorded and file_sha256(path) != recorded:
         # a later check or a hand overwrote it: another check's numbers must not be drawn here
         log.warning("%s is not the file %s wrote (sha256 differs): not plotted", path, row["key"])
         return None

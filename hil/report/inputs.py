@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.errors import ReportAltered, ReportError, SignatureInvalid
+from hil.hashing import bytes_sha256
 from hil.report import attestation, document, rederive
 from hil.report.rows import Row, rows_from_run
 from hil.results.files import RECORDS_FILE, RUN_FILE
@@ -113,7 +114,7 @@ def _folder_source(folder: Path) -> Source:
                 "run",
                 f"run {run['run_id']}: {RUN_FILE}",
                 str(run_path),
-                _sha256(run_bytes),
+                bytes_sha256(run_bytes),
                 run["run_id"],
             )
         )
@@ -129,7 +130,7 @@ def _folder_source(folder: Path) -> Source:
             "records",
             f"run {run['run_id']}: {RECORDS_FILE}",
             str(records_path),
-            _sha256(records_bytes),
+            bytes_sha256(records_bytes),
             run["run_id"],
         )
     )
@@ -189,7 +190,7 @@ def _records_problems(
             f"{name} wrote {written.get('count')} records, its {RECORDS_FILE} holds {lines}: "
             "records were dropped or added after the run"
         )
-    if written.get("sha256") != _sha256(data):
+    if written.get("sha256") != bytes_sha256(data):
         problems.append(
             f"{name}'s {RECORDS_FILE} is not the file the run wrote (its sha256 differs from "
             "the one run.json recorded): it was edited after the run"
@@ -252,7 +253,7 @@ def _report_source(path: Path, trusted: TrustedKey | None) -> Source:
     problems = [f"{path}: {reason}" for reason in _certification(report)]
     problems += _signature_problems(path, data, trusted)
     rows = tuple(rederive.row(r) for r in report["results"])
-    evidence = (Evidence("report", f"input report {path.name}", str(path), _sha256(data)),)
+    evidence = (Evidence("report", f"input report {path.name}", str(path), bytes_sha256(data)),)
     return Source(str(path), tuple(report["runs"]), rows, tuple(problems), evidence)
 
 
@@ -277,7 +278,7 @@ def _signature_problems(path: Path, data: bytes, trusted: TrustedKey | None) -> 
         statement = attestation.open_statement(envelope, trusted)
     except SignatureInvalid as e:
         raise ReportAltered(f"{envelope}: {e.message}", fix=e.fix) from e
-    if attestation.subject_digest(statement, attestation.REPORT_JSON) != _sha256(data):
+    if attestation.subject_digest(statement, attestation.REPORT_JSON) != bytes_sha256(data):
         raise ReportAltered(
             f"{path} is not the report.json its signature vouches for ({envelope})",
             fix="merge the report as it was signed, or its results folders",
@@ -318,7 +319,3 @@ def _read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as e:
         raise ReportError(f"cannot read {path}: {e.strerror}") from e
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()

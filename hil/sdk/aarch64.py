@@ -14,7 +14,6 @@ them without LD_LIBRARY_PATH. The C/C++ runtime comes from the Pi's own system.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.metadata
 import logging
 import os
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hil.errors import TargetUnavailable
+from hil.hashing import file_sha256
 from hil.sdk.folders import default_firmware_dir
 
 log = logging.getLogger("hil.sdk.aarch64")
@@ -159,7 +159,7 @@ def make_bundle(runner: Path, sdk_root: Path, folder: Path) -> RunnerBundle:
     files = []
     for name, source in sorted(wanted.items()):
         shutil.copy2(source, staging / name)
-        files.append(BundleFile(name, _sha256(staging / name), (staging / name).stat().st_size))
+        files.append(BundleFile(name, file_sha256(staging / name), (staging / name).stat().st_size))
     (staging / "MANIFEST").write_text("".join(f"{f.sha256}  {f.name}\n" for f in files))
     if folder.exists():
         shutil.rmtree(folder)
@@ -180,14 +180,6 @@ def read_bundle(folder: Path) -> RunnerBundle | None:
             return None
         files.append(BundleFile(name, digest, path.stat().st_size))
     return RunnerBundle(folder, tuple(files))
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def runner_bundle(binary: Path) -> RunnerBundle:

@@ -28,7 +28,6 @@ its site did: hil/runner/driver.py):
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from hil.artifacts.store import Artifact
 from hil.case import Inputs
 from hil.devices import DeviceAllowance, DeviceSpec, TimingPolicy
 from hil.errors import HilError, InfrastructureError, LinkLost, TargetUnavailable
+from hil.hashing import file_sha256
 from hil.runner import messages as m
 from hil.runner.client import RunnerClient
 from hil.runner.driver import DeviceTrace, Files, RunnerDriver, RunnerRun, RunnerSite
@@ -59,11 +59,7 @@ class RunnerFile:
     @classmethod
     def of(cls, path: Path) -> RunnerFile:
         """Hashed here, once per provisioning (a check only reads the facts)."""
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        return cls(path, digest.hexdigest())
+        return cls(path, file_sha256(path))
 
 
 class RunnerTarget(Target):

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("kinds", "arrays", "locks", "processes", "progress", "threads", "paths", "bundled",
      "capture", "call", "tolerance_override", "simd", "environment", "quiet",
-     "signing"),  # foundations (signing: a boundary, like a transport, for what hil vouches for)
+     "signing", "hashing"),  # foundations (signing: a boundary, like a transport, for what hil vouches for)
 
     ("compat",),  # where the supported ExecuTorch versions differ, asked as capabilities
     ("settings",),  # a device file's typed keys
