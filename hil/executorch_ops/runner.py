@@ -10,8 +10,10 @@ A test whose edits change the program beyond hil's recipe options (call.unapplie
 program built by their own pipeline where a target runs that program as it is
 (hil.executorch_ops.their_program: their stage checks run by their code); on an Ethos-U
 target, an edit that only adds partitioner checks is made on hil's own lowering with the
-test's objects (hil.executorch_ops.checked); elsewhere it is NOT JUDGED, the skip naming each
-edit. No edit is recorded and silently left out.
+test's objects (hil.executorch_ops.checked); on a host target (XNNPACK, portable) such an
+edit is an Arm partitioner's and not applicable there (the record says so; the case is judged
+for its outputs only); elsewhere it is NOT JUDGED, the skip naming each edit. No edit is
+recorded and silently left out.
 
 A failed hil verdict fails the test as any hil check does; a judged stage assertion that
 does not hold fails it as a partition mismatch. A case ExecuTorch's own tests mark as an
@@ -97,7 +99,8 @@ class CaseRunner:
         by_them = bool(call.unapplied) and their_program.answers(call, recipe)
         checks = checked.checks_of(call) if recipe == checked.RECIPE else None
         name = self._run_name()
-        if call.unapplied and not by_them and checks is None:
+        elsewhere = stages.not_arm(recipe) and checked.checks_of(call) is not None
+        if call.unapplied and not by_them and checks is None and not elsewhere:
             pytest.skip(
                 f"{name}: NOT JUDGED: the test changes {'; '.join(call.unapplied)}, which hil "
                 f"does not apply on {self.choice.target} ({recipe} recipe); hil builds such a "
@@ -178,9 +181,12 @@ class CaseRunner:
             if by_them
             else stages.evaluate(call.assertions, result.artifact, recipe, call.pipeline)
         )
+        if stages.not_arm(recipe):  # an Arm partitioner's checks: not this backend's
+            judged += stages.edits_not_applicable(call.unapplied, recipe)
         theirs = their_rule.their_verdict(call, numerics, result.arrays_path, result.artifact)
         record = result.to_record()
         record[EXTRA] = self._extra(call, variant, judged, theirs, checks)
+        record[EXTRA]["arm_lowering"] = not stages.not_arm(recipe)
         self.item.user_properties.append((RECORD_KEY, record))
         self.item.config.hook.pytest_hil_result(item=self.item, result=result, record=record)
         try:

@@ -16,7 +16,13 @@ pipelines. Their TosaPipelineINT lowers for the generic TOSA-1.0 INT profile and
 recipe for the NPU's, so TOSA operator counts may differ for good reason: those are reported,
 never a failure; so are its partition assertions on an Ethos-U55, which delegates a subset of
 that profile. The tosa-fp recipe lowers for the test's own TOSA FP specification: its
-counts are judged. Elsewhere (XNNPACK, portable) an Arm assertion has no meaning: reported.
+counts are judged.
+
+On a host target (XNNPACK, portable) the test is judged for its outputs only: its Arm
+assertions (the delegate count, the edge operators gone, the TOSA operator counts, the
+partitioner checks it adds) are about a lowering hil does not make there, so they are "not
+applicable", each named with the recipe that lowered instead; never asserted against another
+backend's partition.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from hil.executorch_ops.calls import AFTER_LOWERING, StageAssertion
 PREFIXES = ("executorch_exir_dialects_edge__ops_", "torch.ops.", "torch_ops_")
 DELEGATE = "higher_order_executorch_call_delegate"
 JUDGED, FAILED, REPORTED = "judged", "failed", "reported"
+NOT_APPLICABLE = "not applicable"  # an Arm assertion on a target that lowers for another backend
 # Arm's own partitions and passes: their checks apply
 ARM_LOWERINGS = ("ethos-u", "cortex-m", "tosa-fp", "vgf", "vgf-fp")
 
@@ -40,7 +47,9 @@ ARM_LOWERINGS = ("ethos-u", "cortex-m", "tosa-fp", "vgf", "vgf-fp")
 @dataclass(frozen=True)
 class StageResult:
     assertion: StageAssertion
-    status: str  # judged (held), failed, reported (not judged: `note` says why)
+    # judged (held), failed, reported (not judged: `note` says why), not applicable (an
+    # Arm assertion where hil lowered for another backend: `note` names it)
+    status: str
     found: Any = None
     note: str = ""
 
@@ -85,10 +94,52 @@ def cpu_counts(report: PartitionReport) -> dict[str, int]:
     return counts
 
 
+def not_arm(recipe: str) -> bool:
+    """Whether hil's `recipe` lowers for a backend other than Arm's (XNNPACK, portable)."""
+    return recipe not in ARM_LOWERINGS
+
+
+def edits_not_applicable(unapplied: Iterable[str], recipe: str) -> list[StageResult]:
+    """The test's edits of the Arm partitioner (`additional_checks=[DontPartition(...)]`), on a
+    recipe that lowers for another backend: named in the record as not applicable there."""
+    return [
+        StageResult(
+            StageAssertion("edit", edit.partition("(")[0], edit),
+            NOT_APPLICABLE,
+            note=f"an Arm partitioner's edit; hil's {recipe} recipe lowers for another backend, "
+            "so the case is judged for its outputs only",
+        )
+        for edit in unapplied
+    ]
+
+
+def not_applicable_note(recipe: str) -> str:
+    return (
+        f"an Arm lowering's assertion; hil's {recipe} recipe lowers for another backend, "
+        "so the case is judged for its outputs only"
+    )
+
+
+def arm_only(assertion: StageAssertion) -> bool:
+    """Whether the assertion is about an Arm lowering: a partition or TOSA count after it."""
+    after = assertion.after.rpartition(".")[2]
+    lowered = after in AFTER_LOWERING or after == "end"
+    return assertion.check == "count_tosa_ops" or (
+        assertion.check in ("check_count", "check_not") and lowered
+    )
+
+
 def evaluate(
     assertions: Iterable[StageAssertion], artifact: Artifact, recipe: str, pipeline: str
 ) -> list[StageResult]:
-    arm = recipe in ARM_LOWERINGS
+    arm = not not_arm(recipe)
+    if not arm:
+        return [
+            StageResult(a, NOT_APPLICABLE, note=not_applicable_note(recipe))
+            if arm_only(a) and a.expected
+            else StageResult(a, REPORTED, note=_unkept(a))
+            for a in assertions
+        ]
     report = artifact.parts.partition
     subset = _npu_subset(artifact, pipeline)
     results = []
@@ -98,14 +149,8 @@ def evaluate(
         if not assertion.expected:
             results.append(StageResult(assertion, REPORTED, note="nothing asserted"))
         elif assertion.check in ("check_count", "check_not") and lowered:
-            if not arm or report is None:
-                results.append(
-                    StageResult(
-                        assertion,
-                        REPORTED,
-                        note=f"an Arm partition assertion; hil's {recipe} recipe lowers otherwise",
-                    )
-                )
+            if report is None:
+                results.append(StageResult(assertion, REPORTED, note="no partition report"))
                 continue
             if subset:
                 results.append(StageResult(assertion, REPORTED, note=subset))
@@ -113,17 +158,17 @@ def evaluate(
             results.append(_partition(assertion, cpu_counts(report)))
         elif assertion.check == "count_tosa_ops":
             results.append(_tosa_counts(assertion, artifact, arm, pipeline))
-        elif assertion.check == "check" and after == "aten":
-            results.append(StageResult(assertion, REPORTED, note="hil keeps no export graph"))
         else:
-            results.append(
-                StageResult(
-                    assertion,
-                    REPORTED,
-                    note=f"{assertion.check} after {assertion.after}: hil keeps no such stage",
-                )
-            )
+            results.append(StageResult(assertion, REPORTED, note=_unkept(assertion)))
     return results
+
+
+def _unkept(assertion: StageAssertion) -> str:
+    if not assertion.expected:
+        return "nothing asserted"
+    if assertion.check == "check" and assertion.after.rpartition(".")[2] == "aten":
+        return "hil keeps no export graph"
+    return f"{assertion.check} after {assertion.after}: hil keeps no such stage"
 
 
 def _npu_subset(artifact: Artifact, pipeline: str) -> str | None:
@@ -161,6 +206,19 @@ def _partition(assertion: StageAssertion, counts: Mapping[str, int]) -> StageRes
     return StageResult(assertion, FAILED if wrong else JUDGED, found, note)
 
 
+def count_message(op: str, expected: int, found: int) -> str:
+    """Their count_tosa_ops's own words (arm_tester.count_tosa_ops), so that a test expecting
+    its failure (`pytest.raises(AssertionError, match="Expected 2 occurrences of TOSA op
+    ADD")`) matches hil's, which counts the same operators in the lowering hil made."""
+    if expected == 0:
+        said = f"Expected no occurrences of TOSA op {op} but found {found}"
+    elif found == 0:
+        said = f"Expected TOSA op {op} but it was not found"
+    else:
+        said = f"Expected {expected} occurrences of TOSA op {op} but found {found}"
+    return f"{said} in hil's lowering."
+
+
 def _tosa_counts(
     assertion: StageAssertion, artifact: Artifact, arm: bool, pipeline: str
 ) -> StageResult:
@@ -180,9 +238,7 @@ def _tosa_counts(
     differs = {op: (n, found[op]) for op, n in expected.items() if found[op] != n}
     if not differs:
         return StageResult(assertion, JUDGED, found)
-    note = "; ".join(
-        f"{op}: they count {n}, hil's lowering has {m}" for op, (n, m) in differs.items()
-    )
+    note = "; ".join(count_message(op, n, m) for op, (n, m) in differs.items())
     if pipeline.startswith("Tosa") and artifact.parts.ethos_u is not None:
         # the generic TOSA profile against the NPU's: reported
         return StageResult(assertion, REPORTED, found, note + " (TOSA-1.0 profile vs the NPU's)")
