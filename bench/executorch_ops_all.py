@@ -39,6 +39,14 @@ Printed, from one run:
   before hil's runs and alone on the machine (their kept runs were made with several parts at
   once, so their seconds there are slower than a run alone: 0.71 to 0.84 of them on three samples).
 
+`--same-program` measures instead that the program hil judges is the program their pipeline
+builds, on SAME_PROGRAM (a sample of the op, model and misc folders, TosaPipelineFP rows on
+tosa-fp-ref): once with `--hil-their-program` (their pipeline builds every program; each
+record's artifact digest against their serialize stage's, by construction), once as a user
+runs it (hil's own tosa-fp recipe where the test makes no edit beyond its options), whose
+.pte and delegate payloads (the TOSA graphs) are compared with their pipeline's. Printed; with
+--record, written as same_program.* figures.
+
 Their harness runs without an FVP and without their Vulkan executor_runner here: its Ethos-U
 cases and its VGF cases that would run compile and then fail for want of those (their expected
 failures), so only their TOSA cases and VGF compile-only cases can pass. Nothing is asserted.
@@ -238,8 +246,101 @@ def read_hil(work: Path, label: str) -> HilSide | None:
     return side
 
 
+# (folder, file, -k): TosaPipelineFP rows whose models need no download, over the folders
+SAME_PROGRAM = (
+    ("ops", "test_add", "tosa_FP"),
+    ("models", "test_residual_conv_block", "tosa_FP"),
+    ("models", "test_deep_autoencoder", "tosa_FP"),
+    ("misc", "test_custom_partition", "FP"),
+    ("misc", "test_multiple_outputs", "FP"),
+)
+
+
+def program_parts(pte: Path) -> tuple[str, list[str]]:
+    """A .pte's sha256 and its delegates' payloads' (the TOSA graphs), in program order."""
+    import hashlib
+
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    data = pte.read_bytes()
+    program = deserialize_pte_binary(data)
+    program = getattr(program, "program", program)
+    payloads = [hashlib.sha256(d.data).hexdigest() for d in program.backend_delegate_data]
+    return hashlib.sha256(data).hexdigest(), payloads
+
+
+def same_program(work: Path, cache: Path | None, record_them: bool) -> int:
+    """hil's judged program against their pipeline's, on SAME_PROGRAM (see the top)."""
+    roots = {folder: their_folder(folder) for folder, _, _ in SAME_PROGRAM}
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for label, extra in (("theirs", ["--hil-their-program"]), ("hils", [])):
+        results = work / f"results-{label}"
+        for folder, stem, keyword in SAME_PROGRAM:
+            args = [
+                "-p",
+                "hil.executorch_ops",
+                str(roots[folder] / f"{stem}.py"),
+                "-k",
+                keyword,
+                "--target=tosa-fp-ref",
+                f"--hil-cache-dir={cache or work / 'cache'}",
+                f"--hil-results-dir={results / stem}",
+                *extra,
+            ]
+            pytest_run(f"{label} {stem}", args, work, dict(os.environ), with_hil=True)
+            for line in (results / stem / "records.jsonl").read_text().splitlines():
+                rec = json.loads(line) if line.strip() else {}
+                if EXTRA in rec:
+                    found.setdefault(label, {})[f"{folder}/{rec['case']}"] = rec
+    theirs, hils = found.get("theirs", {}), found.get("hils", {})
+    by_construction = [
+        c for c, r in theirs.items() if r[EXTRA].get("their_pte_sha256") == r["artifact"]["sha256"]
+    ]
+    own = {c: r for c, r in hils.items() if r[EXTRA].get("built_by") == "hil's recipe"}
+    same_pte, same_graphs = [], []
+    for case, rec in own.items():
+        if case not in theirs:
+            continue
+        ours = program_parts(Path(rec["artifact"]["path"]))
+        their = program_parts(Path(theirs[case]["artifact"]["path"]))
+        if ours[0] == their[0]:
+            same_pte.append(case)
+        if ours[1] == their[1]:
+            same_graphs.append(case)
+    compared = [c for c in own if c in theirs]
+    folders = Counter(c.split("/")[0] for c in theirs)
+    print(f"same program, sample over {dict(folders)} ({len(theirs)} cases on tosa-fp-ref):")
+    print(
+        f"  built by their pipeline: the .pte hil judged is their serialize stage's in "
+        f"{len(by_construction)} of {len(theirs)}"
+    )
+    print(
+        f"  hil's own recipe (no edit beyond its options), {len(compared)} cases: the same .pte "
+        f"in {len(same_pte)}, the same delegate payloads (TOSA graphs) in {len(same_graphs)}"
+    )
+    for case in sorted(set(compared) - set(same_graphs)):
+        print(f"    other delegate payloads: {case}")
+    if record_them:
+        command = "bench/executorch_ops_all.py --same-program"
+        for name, value, what in (
+            ("same_program.cases", len(theirs), "sample cases (ops, models, misc) on tosa-fp-ref"),
+            ("same_program.by_construction", len(by_construction), "judged .pte = theirs"),
+            ("same_program.hil_recipe_cases", len(compared), "cases on hil's own recipe"),
+            ("same_program.hil_recipe_same_pte", len(same_pte), "hil's .pte = theirs"),
+            ("same_program.hil_recipe_same_graphs", len(same_graphs), "same TOSA payloads"),
+        ):
+            record(name, value, "cases", what, command)
+    print(f"  (work folder: {work})")
+    return 0 if len(by_construction) == len(theirs) and theirs else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--same-program",
+        action="store_true",
+        help="measure that hil judges their pipeline's program (SAME_PROGRAM sample) and stop",
+    )
     add_file_options(parser, "all")
     parser.add_argument(
         "--part-size",
@@ -301,6 +402,9 @@ def main() -> int:
         help="print the report of a finished run's work folder again (with --files: its files)",
     )
     args = parser.parse_args()
+    if args.same_program:
+        work = Path(tempfile.mkdtemp(prefix="hil-same-program-"))
+        return same_program(work, args.cache, args.record)
     folder = args.folder
     targets = args.targets or list(DEFAULT_TARGETS[folder])
     left_out = LEFT_OUT.get(folder, {})

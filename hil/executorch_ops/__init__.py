@@ -14,11 +14,14 @@ own qtol rule computed beside hil's verdict. See docs/operator-tests.md.
     runner      one pipeline.run(): the check, the assertions, their rule, the record
     stages      their stage assertions on hil's lowering
     their_rule  ExecuTorch's allclose rule on the arrays hil judged
+    their_program  their pipeline builds the program, hil runs and judges it
+    checked     hil's ethos-u lowering with the test's own partitioner checks
     summary     the closing section: both verdicts and every difference
     plugin      the pytest hooks
 """
 
 from hil.executorch_ops.plugin import (
+    pytest_addoption,
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_generate_tests,
@@ -28,6 +31,7 @@ from hil.executorch_ops.plugin import (
 )
 
 __all__ = [
+    "pytest_addoption",
     "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_generate_tests",

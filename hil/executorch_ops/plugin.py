@@ -29,7 +29,7 @@ from hil.errors import HilError
 from hil.executorch_ops import mapping, stages
 from hil.executorch_ops.calls import TheirSurface
 from hil.executorch_ops.pipelines import STAND_INS, bind
-from hil.executorch_ops.runner import EXTRA, CaseRunner, Choice
+from hil.executorch_ops.runner import EXTRA, THEIR_PROGRAM, CaseRunner, Choice
 from hil.plugin.state import RECORD_KEY, HilState
 
 PARAM = "hil_executorch_target"
@@ -49,6 +49,17 @@ def _state(config: pytest.Config) -> HilState:
     from hil.plugin import state_of
 
     return state_of(config)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("hil").addoption(
+        "--hil-their-program",
+        action="store_true",
+        dest=THEIR_PROGRAM,
+        help="build every program their own pipeline can build for the target (TosaPipelineFP "
+        "on tosa-fp-ref) with it, not only those the test edits beyond hil's recipe; each "
+        "record then carries their serialize stage's .pte digest (executorch.their_pte_sha256)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

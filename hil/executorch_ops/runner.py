@@ -40,6 +40,9 @@ from hil.plugin.state import RECORD_KEY, HilState
 from hil.plugin.state import Variant as HilVariant
 
 EXTRA = "executorch"  # the record's key for what this plugin adds
+# the option: every program their pipeline can build for the target, built by it (not only
+# those whose edits hil's recipe does not make); the proof that hil judges their program
+THEIR_PROGRAM = "hil_their_program"
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ class CaseRunner:
                 f"{call.pipeline}: the test is for the {theirs}, {self.choice.target}'s "
                 f"{recipe} recipe for the {ours}"
             )
-        by_them = bool(call.unapplied) and their_program.answers(call, recipe)
+        always = bool(self.item.config.getoption(THEIR_PROGRAM, False))
+        by_them = (bool(call.unapplied) or always) and their_program.answers(call, recipe)
         checks = checked.checks_of(call) if recipe == checked.RECIPE else None
         name = self._run_name()
         elsewhere = stages.not_arm(recipe) and checked.checks_of(call) is not None
@@ -248,6 +252,10 @@ class CaseRunner:
             if checks
             else "hil's recipe",
             "their_edits": list(call.unapplied),
+            # their serialize stage's .pte digest, beside the artifact's (record["artifact"])
+            "their_pte_sha256": their_program.serialized_digest(call.their_pipeline)
+            if call.their_pipeline is not None
+            else None,
         }
 
     def _record_error(

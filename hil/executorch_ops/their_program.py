@@ -116,6 +116,22 @@ def build(call: PipelineCall) -> Built:
     return Built(pipeline, program, partitioner, bytes(executorch.artifact.buffer))
 
 
+def serialized_digest(pipeline: Any) -> str | None:
+    """sha256 of the .pte their pipeline's serialize stage holds (else its to_executorch
+    stage's buffer): read from their stage, apart from the bytes hil took (Built.pte), so that
+    a record can show the program hil judged is the one their pipeline made."""
+    from executorch.backends.test.harness.stages import StageType
+
+    stages = pipeline.tester.stages
+    serialized = stages.get(StageType.SERIALIZE)
+    if serialized is not None and serialized.artifact is not None:
+        return hashlib.sha256(bytes(serialized.artifact)).hexdigest()
+    executorch = stages.get(StageType.TO_EXECUTORCH)
+    if executorch is None:
+        return None
+    return hashlib.sha256(bytes(executorch.artifact.buffer)).hexdigest()
+
+
 class TheirTosaFp(TosaFpRecipe):
     """The tosa-fp recipe's artifact, made from their pipeline's program instead of hil's
     lowering: its key is their program's digest (and this module's code), its files are the
