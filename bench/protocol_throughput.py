@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures import record
 
 from hil.case import case_from_module
-from hil.devices import DeviceRegistry, default_device_dirs
+from hil.device_search import find_devices
 from hil.recipes import make_recipe
 from hil.resources.virtual_boards import HostRunnerBoard
 from hil.runner.client import LinkPolicy, RunnerClient
@@ -134,7 +134,7 @@ def redeploy_bytes() -> tuple[int, LinkStats, LinkStats]:
             return torch.relu(self.fc(x))
 
     torch.manual_seed(0)
-    devices = DeviceRegistry.from_dirs(default_device_dirs())
+    devices = find_devices().registry
     with Session(devices=devices) as session:
         case = case_from_module("bench-redeploy", Tiny(), torch.randn(1, 64))
         artifact = session.artifact(session.built(case), make_recipe("portable"))

@@ -38,7 +38,7 @@ from figures import record
 
 from hil.artifacts.store import Artifact
 from hil.case import case_from_module
-from hil.devices import DeviceRegistry, default_device_dirs
+from hil.device_search import find_devices
 from hil.recipes import make_recipe
 from hil.session import Session
 from hil.targets.ssh import SshTarget
@@ -84,7 +84,7 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="hil-bench-ssh-"))
     os.environ["HIL_EMU_DIR"] = str(scratch / "emu")  # a fresh "Pi": nothing on its disk
     os.environ["HIL_RESULTS_DIR"] = str(scratch / "results")
-    devices = DeviceRegistry.from_dirs(default_device_dirs())
+    devices = find_devices().registry
     with Session(devices=devices, results_dir=scratch / "results") as session:
         artifacts = programs(session)
         size = artifacts[0].pte_path.stat().st_size

@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"hil: {require_supported().sentence()}", file=sys.stderr)
 
     from hil.case import case_from_module, seeded
-    from hil.devices import DeviceRegistry, default_device_dirs
+    from hil.device_search import find_devices
     from hil.library import Session
     from hil.report import fvp_table, problems, summary
     from hil.verdict.error_records import error_record
@@ -180,8 +180,9 @@ def run(args: argparse.Namespace) -> int:
     inputs = seeded(*shapes, seed=args.seed, dtype=getattr(torch, args.dtype))()
     name = args.name or args.model.rpartition(":")[2]
     case = case_from_module(name, model, inputs)
-    dirs = [Path(d) for d in args.devices] if args.devices else default_device_dirs()
-    registry = DeviceRegistry.from_dirs(dirs)
+    registry = find_devices(
+        given=args.devices or (), say=lambda line: print(f"hil: {line}", file=sys.stderr)
+    ).registry
     targets = args.target or ["host"]
     plan = [(t, r) for t in targets for r in _recipes(registry.get(t).recipe_names, args.recipe, t)]
     records: list[dict[str, Any]] = []

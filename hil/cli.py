@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hil import check_command, sdk_command
-from hil.devices import DeviceRegistry, default_device_dirs
+from hil.device_search import find_devices
+from hil.devices import DeviceRegistry
 from hil.errors import HilError
 from hil.explore import command as explore_command
 from hil.quiet import quiet_library_noise
@@ -23,8 +24,12 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def _registry(args: argparse.Namespace) -> DeviceRegistry:
-    dirs = [Path(d) for d in args.devices] if args.devices else default_device_dirs()
-    return DeviceRegistry.from_dirs(dirs)
+    return find_devices(given=args.devices or (), say=say_on_stderr).registry
+
+
+def say_on_stderr(line: str) -> None:
+    """A `hil` command's one-line notice (an ignored devices/ folder), on stderr."""
+    print(f"hil: {line}", file=sys.stderr)
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
@@ -112,7 +117,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hil", description=__doc__)
     parser.add_argument(
-        "--devices", action="append", help="folder of device files (default: ./devices)"
+        "--devices",
+        action="append",
+        metavar="DIR",
+        help="a folder of device files (repeatable), added to the others: searched after the "
+        "project's devices/ and before $HIL_DEVICES and the bundled files; its files override "
+        "those of the same name found later (docs/extending.md)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 

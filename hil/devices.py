@@ -8,7 +8,6 @@ expected, so nothing downstream ever sees a half-valid spec.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +16,11 @@ from typing import Any
 
 import yaml
 
-from hil import environment
-from hil.bundled import devices_dir
 from hil.errors import DeviceSpecError, UsageError
 from hil.kinds import Hardware, TargetKind, Timing
 from hil.settings import Settings, parse_settings
 from hil.settings.reader import Section
+from hil.trust import untrusted
 
 TARGET_KINDS = tuple(TargetKind)
 TIMING_KINDS = tuple(Timing)
@@ -268,7 +266,26 @@ def parse_device(data: Any, source: Path) -> DeviceSpec:
     )
 
 
+def refuse_untrusted(path: Path) -> None:
+    """Raise DeviceSpecError when `path` (a device file or its folder) could have been written
+    by another user: a device file can make hil run commands (hil.trust says the rule)."""
+    try:
+        found = untrusted(path)
+    except OSError as e:
+        raise DeviceSpecError(f"cannot read device file {path}: {e.strerror}") from e
+    if found is not None:
+        what = "folder of device files" if path.is_dir() else "device file"
+        raise DeviceSpecError(
+            f"refusing the {what} {path}: {found.reason}; a device file can make hil run "
+            "commands (flash.command, ssh_options, CMake defines), so hil reads only files "
+            "no one else could have written",
+            fix=f"{found.fix}, or copy the files into a folder of your own",
+        )
+
+
 def load_device(path: Path) -> DeviceSpec:
+    """Read one device file (refused if someone else could have written it) into a spec."""
+    refuse_untrusted(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -290,10 +307,11 @@ class DeviceRegistry:
 
     @classmethod
     def from_dirs(cls, dirs: list[Path]) -> DeviceRegistry:
+        """Every device file in `dirs`; a later folder's file overrides an earlier one's of the
+        same name. (hil.device_search says which folders a run reads, and in which order.)"""
         specs: dict[str, DeviceSpec] = {}
         for folder in dirs:
-            for path in sorted(folder.glob("*.yaml")):
-                spec = load_device(path)
+            for spec in load_folder(folder):
                 specs[spec.name] = spec
         return cls(specs)
 
@@ -318,18 +336,10 @@ class DeviceRegistry:
             ) from None
 
 
-def default_device_dirs(start: Path | None = None) -> list[Path]:
-    """Device folders, later ones overriding earlier ones by name: the device files hil ships,
-    the project's devices/ (searched upward from `start`), then $HIL_DEVICES."""
-    dirs: list[Path] = [devices_dir()]
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = (folder / "devices").resolve()
-        if candidate.is_dir() and any(candidate.glob("*.yaml")):
-            if candidate not in dirs:
-                dirs.append(candidate)
-            break
-    for extra in environment.DEVICES.text().split(os.pathsep):
-        if extra:
-            dirs.append(Path(extra))
-    return dirs
+def load_folder(folder: Path) -> list[DeviceSpec]:
+    """Every `*.yaml` in `folder`, by file name; the folder and each file refused if someone
+    else could have written them. A folder that does not exist holds none."""
+    if not folder.is_dir():
+        return []
+    refuse_untrusted(folder)
+    return [load_device(path) for path in sorted(folder.glob("*.yaml"))]

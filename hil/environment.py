@@ -35,7 +35,10 @@ RESULTS_DIR = Variable(
     "HIL_RESULTS_DIR", ".hil/results", "arrays, run.json, records.jsonl (--hil-results-dir)"
 )
 DEVICES = Variable(
-    "HIL_DEVICES", "", "more folders of device files, separated by ':' (--hil-devices)"
+    "HIL_DEVICES",
+    "",
+    "more folders of device files, separated by ':', added after --hil-devices and before the "
+    "bundled files (hil.device_search)",
 )
 FIRMWARE_DIR = Variable("HIL_FIRMWARE_DIR", ".hil/firmware", "the runner builds")
 SDK_DIR = Variable("HIL_SDK_DIR", ".hil/sdk", "the ExecuTorch SDKs `hil sdk build` makes")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from hil import environment
 from hil.artifacts.pte_program import read_program
-from hil.devices import DeviceRegistry, default_device_dirs
+from hil.device_search import find_devices
 from hil.errors import ExploreError, PortInUse, UsageError
 from hil.explore import node_errors, server
 from hil.explore.delegates import (
@@ -328,13 +328,12 @@ def resolve(args: argparse.Namespace, ready: Callable[[], object]) -> Source:
             f"{args.case!r} is a case: say on which target to show it",
             fix=f"hil explore {args.case} --target u85-ref",
         )
-    dirs = [Path(d) for d in args.devices] if args.devices else default_device_dirs()
     cache = args.cache_dir or default_cache_dir()
     return from_case(
         args.case,
         args.target,
         args.recipe,
-        registry=DeviceRegistry.from_dirs(dirs),
+        registry=find_devices(given=args.devices or (), say=say).registry,
         cache_dir=cache,
         suites_root=args.suites,
         allow_export=not args.no_export,

@@ -15,7 +15,7 @@ import pytest
 
 from hil.case import Case
 from hil.compat.versions import installed, require_supported
-from hil.devices import DeviceRegistry, default_device_dirs
+from hil.device_search import find_devices
 from hil.errors import HilError
 from hil.plugin import allure_hooks, lab_hooks, report_hooks
 from hil.plugin.options import OPT_IN_TAGS, read_options
@@ -47,11 +47,15 @@ def activate(config: pytest.Config) -> HilState:
     manager = config.pluginmanager
     before = manager.get_plugins()
     options = read_options(config)
+    notices: list[str] = []  # an ignored devices/ folder: said at the session's start
     try:
         require_supported()  # outside the tested ExecuTorch: one sentence, before any work
-        registry = DeviceRegistry.from_dirs(
-            list(options.device_dirs) or default_device_dirs(config.rootpath)
-        )
+        registry = find_devices(
+            config.rootpath,
+            options.device_dirs,
+            option="--hil-devices",
+            say=notices.append,
+        ).registry
         for name in options.targets:
             registry.get(name)
     except HilError as e:
@@ -72,6 +76,8 @@ def activate(config: pytest.Config) -> HilState:
         options, registry, session, ResultsFolder(session.results_dir)
     )
     manager.register(HilPlugin(config), "hil-plugin")
+    if notices:
+        manager.register(Notices(config, notices), "hil-notices")
     manager.register(VerdictOutcomes(options.require), "hil-outcomes")
     report_hooks.register(config)  # run.json, --hil-report
     allure_hooks.register(config)  # only with --alluredir
@@ -159,6 +165,21 @@ def parametrize(state: HilState, metafunc: pytest.Metafunc) -> None:
     if not params:  # no case applies to these targets: deselected, not an empty skip
         params.append(pytest.param(None, id=NOT_APPLICABLE, marks=NOT_APPLICABLE_MARK))
     metafunc.parametrize("hil_variant", params, indirect=True)
+
+
+class Notices:
+    """What hil met while starting that the user must read (an ignored devices/ folder),
+    said when the session starts: hil may start before the terminal is there, and a header
+    line would be hidden under -q."""
+
+    def __init__(self, config: pytest.Config, lines: Iterable[str]) -> None:
+        self.config = config
+        self.lines = tuple(lines)
+
+    @pytest.hookimpl(trylast=True)  # after pytest's own header
+    def pytest_sessionstart(self) -> None:
+        for line in self.lines:
+            _say(self.config, line)
 
 
 class HilPlugin:

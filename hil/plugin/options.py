@@ -68,8 +68,9 @@ def add_options(parser: pytest.Parser) -> None:
         action="append",
         type=Path,
         metavar="DIR",
-        help="a folder of device files (repeatable); given, it replaces the default: the "
-        "project's devices/, then the folders in $HIL_DEVICES",
+        help="a folder of device files (repeatable), added to the others: searched after the "
+        "project's devices/ (in the rootdir) and before $HIL_DEVICES and the bundled files; "
+        "its files override those of the same name found later (docs/extending.md)",
     )
     group.addoption(
         "--hil-report",

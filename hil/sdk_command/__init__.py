@@ -123,15 +123,11 @@ def _jobs(value: int | None) -> int:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from hil.devices import DeviceRegistry, default_device_dirs
+    from hil.device_search import find_devices
     from hil.sdk import build, requests, sources
 
-    dirs = (
-        [Path(d) for d in args.devices]
-        if getattr(args, "devices", None)
-        else (default_device_dirs())
-    )
-    registry = DeviceRegistry.from_dirs(dirs)
+    found = find_devices(given=getattr(args, "devices", None) or (), say=_say)
+    registry, dirs = found.registry, list(found.folders)
     board, spec = resolve_board(args.board, registry)
     trees = sources.resolve(board, args.executorch, args.cmsis_nn, args.ethos_u_driver, args.cmsis)
     # The trees and tools first: a missing piece must not wait behind minutes of export.

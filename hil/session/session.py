@@ -24,7 +24,8 @@ from hil.arrays import Array, save_check_arrays
 from hil.artifacts.keys import export_source
 from hil.artifacts.store import Artifact, ArtifactCache
 from hil.case import BuiltCase, Case, Inputs
-from hil.devices import DeviceRegistry, DeviceSpec, RecipeSpec, default_device_dirs
+from hil.device_search import find_devices
+from hil.devices import DeviceRegistry, DeviceSpec, RecipeSpec
 from hil.errors import (
     HilError,
     InfrastructureError,
@@ -91,7 +92,7 @@ class Session:
     @property
     def devices(self) -> DeviceRegistry:
         if self._devices is None:  # found lazily: no file system probing in the constructor
-            self._devices = DeviceRegistry.from_dirs(default_device_dirs())
+            self._devices = find_devices().registry
         return self._devices
 
     @property

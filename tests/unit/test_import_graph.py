@@ -24,11 +24,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("kinds", "arrays", "locks", "processes", "progress", "threads", "paths", "bundled",
      "capture", "call", "tolerance_override", "simd", "environment", "quiet",
-     "signing", "hashing"),  # foundations (signing: a boundary, like a transport, for what hil vouches for)
+     "signing", "hashing", "trust"),  # foundations (signing: a boundary, like a transport, for what hil vouches for)
 
     ("compat",),  # where the supported ExecuTorch versions differ, asked as capabilities
     ("settings",),  # a device file's typed keys
-    ("devices",),  # the registry of device files
+    ("devices", "device_search"),  # the registry of device files; where a run finds them
     ("timing", "case"),  # latency budgets; what one check runs
     ("transports", "artifacts"),  # bytes that move; what the store keeps
     ("verdict",),  # judges facts: outputs, budgets, divergence records
