@@ -24,6 +24,7 @@ from hil import session
 from hil.case import Case
 from hil.devices import RecipeSpec
 from hil.errors import HilError
+from hil.quiet import quiet_library_noise
 from hil.results import provenance
 from hil.results.writer import ResultsFolder
 from hil.session.session import OutputRewrite, RecipeChoice
@@ -35,6 +36,7 @@ class Session(session.Session):
     """A Session that records its checks in its results folder (module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        quiet_library_noise()  # the script's first screen is hil's, as the command line's is
         super().__init__(*args, **kwargs)
         self._run: dict[str, Any] | None = None
         self._folder = ResultsFolder(self.results_dir)

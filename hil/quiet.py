@@ -64,14 +64,18 @@ class _Drop(logging.Filter):
 
 
 def quiet_library_noise() -> None:
-    """Keep the known noise quiet in this process (called once by hil's command line)."""
+    """Keep the known noise quiet in this process: hil's command line calls it, and so does a
+    script's first `hil.Session` (a user's script shows hil's lines first, as the CLI does).
+    Calling it again adds nothing; it touches only the exact messages listed above."""
     if environment.SHOW_LIBRARY_NOISE.on():
         return
     by_logger: dict[str, list[str]] = {}
     for noise in LOGGED:
         by_logger.setdefault(noise.source, []).append(noise.pattern)
     for name, patterns in by_logger.items():
-        logging.getLogger(name).addFilter(_Drop(patterns))
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _Drop) for f in logger.filters):
+            logger.addFilter(_Drop(patterns))
     for noise in WARNED:
         category = {"FutureWarning": FutureWarning}[noise.source]
         warnings.filterwarnings("ignore", message=noise.pattern, category=category)

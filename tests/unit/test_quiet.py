@@ -78,3 +78,35 @@ def test_hil_checks_first_screen_is_its_own(tmp_path: Path) -> None:
     screen = done.stdout + done.stderr
     assert "PASS" in screen
     assert not [k for k in KNOWN if k in screen], screen
+
+
+def test_a_scripts_first_screen_is_hils_too(tmp_path: Path) -> None:
+    """A user's own script: `import hil`, then a Session's check on host."""
+    script = tmp_path / "mine.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import torch, hil
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+            case = hil.case_from_module("tiny", model, (torch.randn(1, 8),))
+            with hil.Session(results_dir={str(tmp_path / "r")!r},
+                             cache_dir={str(tmp_path / "c")!r}) as session:
+                print(session.check(case, "host", "portable").verdict)
+            """
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k != "HIL_SHOW_LIBRARY_NOISE"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    screen = done.stdout + done.stderr
+    assert "PASS" in screen
+    assert not [k for k in KNOWN if k in screen], screen
