@@ -24,6 +24,9 @@ def add_parser(commands: Any) -> None:
         help="write the certification report (report.json + report.html), or --verify one",
         description="Merge the results of one or more runs (other targets, other machines) into "
         "one certification report; with --baseline, show what changed since an earlier one.",
+        epilog="exit codes (a CI job gates on them; docs/reports.md):\n"
+        + "\n".join(f"  {int(code)}  {code.meaning()}" for code in ReportExit),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     report.add_argument(
         "--results",
