@@ -30,10 +30,7 @@ from hil.artifacts.code_key import code_key
 from hil.artifacts.store import ExportProduct
 from hil.case import BuiltCase, Case
 from hil.executorch_ops.calls import PipelineCall
-from hil.export import transform_passes
-from hil.recipes.arm_partition import lower_logged
 from hil.recipes.ethos_u import EthosURecipe
-from hil.reference.quantized import QuantizedModel
 from hil.session.random_stream import random_stream_kept
 from hil.session.resolved import Resolved
 from hil.verdict.result import CheckResult
@@ -82,24 +79,8 @@ class CheckedEthosU(EthosURecipe):
         shutil.copytree(folder, workdir, dirs_exist_ok=True)
         return product
 
-    def _lower(self, case: str, model: QuantizedModel, dump: Path, workdir: Path) -> Any:
-        from executorch.backends.arm.ethosu import EthosUPartitioner
-
-        partitioner = EthosUPartitioner(
-            self.compile_spec().dump_intermediate_artifacts_to(str(dump)),
-            additional_checks=self.checks,
-        )
-        edge = lower_logged(
-            case,
-            model.program,
-            partitioner,
-            workdir,
-            self.accelerator,
-            "vela.log",
-            "the TOSA graph Vela got is among the kept files",
-            transform_passes.instances(self.name, self.options[transform_passes.OPTION]),
-        )
-        return edge, partitioner
+    def partition_checks(self) -> list[Any]:
+        return self.checks
 
     def close(self) -> None:
         if self._made is not None:
