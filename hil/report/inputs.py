@@ -113,7 +113,7 @@ def _folder_source(folder: Path) -> Source:
             Evidence(
                 "run",
                 f"run {run['run_id']}: {RUN_FILE}",
-                str(run_path),
+                str(run_path.resolve()),
                 bytes_sha256(run_bytes),
                 run["run_id"],
             )
@@ -129,7 +129,7 @@ def _folder_source(folder: Path) -> Source:
         Evidence(
             "records",
             f"run {run['run_id']}: {RECORDS_FILE}",
-            str(records_path),
+            str(records_path.resolve()),
             bytes_sha256(records_bytes),
             run["run_id"],
         )
