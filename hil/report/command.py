@@ -140,9 +140,9 @@ def _write(args: argparse.Namespace) -> ReportExit:
             trusted=trusted,
             sign_with=lab_key,
         )
-    except certify.NotCertifiable as refused:
+    except certify.NotCertifiable:
         print(f"report: {args.out / certify.HTML_NAME} (written, NOT signed)")
-        raise refused
+        raise
     if args.alluredir is not None:
         from hil.report import document
 
